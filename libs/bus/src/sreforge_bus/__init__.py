@@ -1,0 +1,1 @@
+"""A thin typed kit over NATS JetStream (placeholder until the bus lands)."""

@@ -1,0 +1,1 @@
+"""The SREForge context service (placeholder until its issue fills it in)."""

@@ -1,0 +1,1 @@
+"""The SREForge correlator service (placeholder until its issue fills it in)."""

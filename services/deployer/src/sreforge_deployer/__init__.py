@@ -1,0 +1,1 @@
+"""The SREForge deployer service (placeholder until its issue fills it in)."""

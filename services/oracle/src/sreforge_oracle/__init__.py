@@ -1,0 +1,1 @@
+"""The SREForge oracle service (placeholder until its issue fills it in)."""

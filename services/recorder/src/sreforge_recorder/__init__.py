@@ -1,0 +1,1 @@
+"""The SREForge recorder service (placeholder until its issue fills it in)."""

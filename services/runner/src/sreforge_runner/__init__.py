@@ -1,0 +1,1 @@
+"""The SREForge runner service (placeholder until its issue fills it in)."""

@@ -1,0 +1,1 @@
+"""The SREForge trigger service (placeholder until its issue fills it in)."""

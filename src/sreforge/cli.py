@@ -1,14 +1,100 @@
-"""The `sreforge` command line."""
+"""The `sreforge` command line: start the engine, follow runs, manage scenarios and stacks."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 
 __all__ = ["main"]
 
+SERVICE_NAMES = ("trigger", "correlator", "context", "runner", "deployer", "oracle", "recorder")
 
-def main(argv: list[str] | None = None) -> int:
+
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the `sreforge` command line and return its exit code."""
-    parser = argparse.ArgumentParser(prog="sreforge", description=__doc__)
-    parser.parse_args(argv)
-    return 0
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 2
+    from sreforge._errors import SreforgeError
+
+    try:
+        code: int = args.handler(args)
+    except SreforgeError as error:
+        print(f"sreforge: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sreforge",
+        description="Benchmark AI SRE agents on live incidents they must fix in code.",
+    )
+    verbs = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    up = verbs.add_parser("up", help="run every service in one process (embedded NATS by default)")
+    up.set_defaults(handler=_up)
+
+    serve = verbs.add_parser("serve", help="run one service against SREFORGE_NATS_URL")
+    serve.add_argument("service", choices=SERVICE_NAMES)
+    serve.set_defaults(handler=_serve)
+
+    tail = verbs.add_parser("tail", help="follow the bus: one line per event")
+    tail.add_argument("--run", metavar="RUN_ID", help="only this run's events")
+    tail.add_argument("--json", action="store_true", help="one JSON object per line")
+    tail.add_argument("--new", action="store_true", help="skip events already in the stream")
+    tail.set_defaults(handler=_tail)
+
+    scenarios = verbs.add_parser("scenarios", help="list or validate scenario folders")
+    scenario_verbs = scenarios.add_subparsers(title="scenario commands", metavar="VERB")
+    listing = scenario_verbs.add_parser("list", help="list the scenarios under use-cases/")
+    listing.set_defaults(handler=_scenarios_list)
+    validate = scenario_verbs.add_parser("validate", help="validate scenario manifests")
+    validate.add_argument("path", nargs="?", help="a scenario folder (default: all)")
+    validate.set_defaults(handler=_scenarios_validate)
+
+    _add_stack_commands(verbs)
+    return parser
+
+
+def _add_stack_commands(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    try:
+        from sreforge._stack_cli import add_stack_commands
+    except ImportError:  # the local topology is optional until its package lands
+        return
+    add_stack_commands(verbs)
+
+
+def _up(args: argparse.Namespace) -> int:
+    from sreforge._engine import run_engine
+
+    return run_engine(SERVICE_NAMES)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from sreforge._engine import run_engine
+
+    return run_engine((args.service,), embedded=False)
+
+
+def _tail(args: argparse.Namespace) -> int:
+    from sreforge._engine import tail_events
+
+    return tail_events(run_id=args.run, as_json=args.json, only_new=args.new)
+
+
+def _scenarios_list(args: argparse.Namespace) -> int:
+    from sreforge._scenarios import list_scenarios
+
+    return list_scenarios()
+
+
+def _scenarios_validate(args: argparse.Namespace) -> int:
+    from sreforge._scenarios import validate_scenarios
+
+    return validate_scenarios(args.path)

@@ -1,6 +1,185 @@
-"""SREForge's typed vocabulary: events, commands, run contract, manifests, records."""
+"""SREForge's typed vocabulary: events, commands, run contract, manifests, records.
 
+Inbound events and commands forbid unknown fields; records (run-record.v1,
+agent-transcript.v1, diagnosis.v1) are read leniently, additive-only within v1.x.
+Every parse failure is a `ContractError` naming the field or file at fault.
+"""
+
+from sreforge_contracts._catalog import EVENT_TYPES, AnyEvent, parse_event
+from sreforge_contracts._commands import RunStart, RunStartReply, parse_run_start
+from sreforge_contracts._contract import (
+    AgentContext,
+    EvalOnly,
+    Profile,
+    RunContract,
+    RunWorkspace,
+    ScenarioRef,
+)
+from sreforge_contracts._diagnosis import (
+    DIAGNOSIS_WEIGHTS,
+    Diagnosis,
+    DiagnosisAxes,
+    parse_diagnosis,
+)
 from sreforge_contracts._envelope import CONTRACT_VERSION, Event, utcnow
 from sreforge_contracts._errors import ContractError
+from sreforge_contracts._events import (
+    BriefReady,
+    CiResult,
+    CleanedUp,
+    Deployed,
+    FaultArmed,
+    Recorded,
+    RunFailed,
+    RunRejected,
+    RunRequested,
+    RunTriggered,
+    Scored,
+    StackReady,
+    Submitted,
+    TriggerFired,
+    TriggerResolved,
+)
+from sreforge_contracts._ids import (
+    RUN_ID_PATTERN,
+    SCENARIO_ID_PATTERN,
+    RunId,
+    ScenarioId,
+    check_run_id,
+    check_scenario_id,
+    new_run_id,
+)
+from sreforge_contracts._manifest import (
+    Determinism,
+    ExpectedSignal,
+    InjectSpec,
+    ScenarioManifest,
+    VerifySpec,
+)
+from sreforge_contracts._record import AlertState, OracleScore, OracleSignal, SliSample, Verdict
+from sreforge_contracts._run_record import (
+    RECORD_VERSION,
+    CiOutcome,
+    DeployOutcome,
+    PhaseTimings,
+    RunRecord,
+    Trajectory,
+    canonical_json,
+    parse_run_record,
+)
+from sreforge_contracts._scenario import Scenario, discover_scenarios, load_manifest, load_scenario
+from sreforge_contracts._scenario_env import (
+    DeliveryMode,
+    ScenarioEnv,
+    load_scenario_env,
+    parse_scenario_env,
+)
+from sreforge_contracts._subjects import (
+    DEADLETTER_PREFIX,
+    RUN_EVENTS_SUBJECTS,
+    RUN_EVENTS_WILDCARD,
+    RUN_START_SUBJECT,
+    RUNS_BUCKET,
+    STREAM_NAME,
+    STREAM_SUBJECTS,
+    TRIGGER_FIRED_SUBJECT,
+    TRIGGER_RESOLVED_SUBJECT,
+    TRIGGER_SUBJECTS,
+    run_event_subject,
+    run_events_filter,
+    run_events_of_type,
+)
+from sreforge_contracts._submission import Submission
+from sreforge_contracts._transcript import AgentTranscript, AgentTranscriptHeader, Confinement
+from sreforge_contracts._trigger import Trigger, TriggerSignal, TriggerStatus
 
-__all__ = ["CONTRACT_VERSION", "ContractError", "Event", "utcnow"]
+__all__ = [
+    "CONTRACT_VERSION",
+    "DEADLETTER_PREFIX",
+    "DIAGNOSIS_WEIGHTS",
+    "EVENT_TYPES",
+    "RECORD_VERSION",
+    "RUNS_BUCKET",
+    "RUN_EVENTS_SUBJECTS",
+    "RUN_EVENTS_WILDCARD",
+    "RUN_ID_PATTERN",
+    "RUN_START_SUBJECT",
+    "SCENARIO_ID_PATTERN",
+    "STREAM_NAME",
+    "STREAM_SUBJECTS",
+    "TRIGGER_FIRED_SUBJECT",
+    "TRIGGER_RESOLVED_SUBJECT",
+    "TRIGGER_SUBJECTS",
+    "AgentContext",
+    "AgentTranscript",
+    "AgentTranscriptHeader",
+    "AlertState",
+    "AnyEvent",
+    "BriefReady",
+    "CiOutcome",
+    "CiResult",
+    "CleanedUp",
+    "Confinement",
+    "ContractError",
+    "DeliveryMode",
+    "DeployOutcome",
+    "Deployed",
+    "Determinism",
+    "Diagnosis",
+    "DiagnosisAxes",
+    "EvalOnly",
+    "Event",
+    "ExpectedSignal",
+    "FaultArmed",
+    "InjectSpec",
+    "OracleScore",
+    "OracleSignal",
+    "PhaseTimings",
+    "Profile",
+    "Recorded",
+    "RunContract",
+    "RunFailed",
+    "RunId",
+    "RunRecord",
+    "RunRejected",
+    "RunRequested",
+    "RunStart",
+    "RunStartReply",
+    "RunTriggered",
+    "RunWorkspace",
+    "Scenario",
+    "ScenarioEnv",
+    "ScenarioId",
+    "ScenarioManifest",
+    "ScenarioRef",
+    "Scored",
+    "SliSample",
+    "StackReady",
+    "Submission",
+    "Submitted",
+    "Trajectory",
+    "Trigger",
+    "TriggerFired",
+    "TriggerResolved",
+    "TriggerSignal",
+    "TriggerStatus",
+    "Verdict",
+    "VerifySpec",
+    "canonical_json",
+    "check_run_id",
+    "check_scenario_id",
+    "discover_scenarios",
+    "load_manifest",
+    "load_scenario",
+    "load_scenario_env",
+    "new_run_id",
+    "parse_diagnosis",
+    "parse_event",
+    "parse_run_record",
+    "parse_run_start",
+    "parse_scenario_env",
+    "run_event_subject",
+    "run_events_filter",
+    "run_events_of_type",
+    "utcnow",
+]

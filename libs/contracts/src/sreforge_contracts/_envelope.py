@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, model_validator
+
+from sreforge_contracts._base import Contract
 
 __all__ = ["CONTRACT_VERSION", "Event", "utcnow"]
 
@@ -16,21 +18,34 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class Event(BaseModel):
+class Event(Contract):
     """Envelope fields shared by every event; subclasses add a typed body.
 
     `event_id` is deterministic for a given fact (so JetStream dedupes a
-    republished event through `Nats-Msg-Id`), and `subject` says where it goes.
+    republished event through `Nats-Msg-Id`); left empty, it is derived by
+    `default_event_id()` (`<run_id>.<type>` for once-per-run events). `subject`
+    says where the event goes.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    event_id: str = Field(min_length=1)
+    event_id: str = ""
     type: str
     run_id: str | None = None
     occurred_at: datetime = Field(default_factory=utcnow)
-    producer: str
+    producer: str = Field(min_length=1)
     contract_version: str = CONTRACT_VERSION
+
+    @model_validator(mode="after")
+    def _fill_event_id(self) -> Event:
+        if not self.event_id:
+            # Frozen model: the derived id is set once, here, before anyone sees it.
+            object.__setattr__(self, "event_id", self.default_event_id())
+        return self
+
+    def default_event_id(self) -> str:
+        """The deterministic id of this fact; once-per-run events use `<run_id>.<type>`."""
+        if self.run_id is None:
+            raise ValueError(f"event_id: {self.type} without run_id needs an explicit event_id")
+        return f"{self.run_id}.{self.type}"
 
     @property
     def subject(self) -> str:

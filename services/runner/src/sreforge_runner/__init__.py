@@ -1,1 +1,5 @@
-"""The SREForge runner service (placeholder until its issue fills it in)."""
+"""The SREForge runner service. Drives the agent through the gateway and reports its submission."""
+
+from sreforge_runner._adapter import SERVICE
+
+__all__ = ["SERVICE"]

@@ -1,0 +1,30 @@
+"""Shared pytest fixtures: a real, pinned `nats-server` per test and a bootstrapped bus."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from sreforge_bus import Bus, bootstrap, connect
+from sreforge_bus.embedded import NatsServer, start_nats_server
+
+
+@pytest.fixture
+def nats_server() -> Iterator[NatsServer]:
+    """A fresh JetStream `nats-server` on a free loopback port with a temporary store.
+
+    Stopped (process group killed) and its directory deleted after the test.
+    """
+    with start_nats_server() as server:
+        yield server
+
+
+@pytest.fixture
+async def bus(nats_server: NatsServer) -> AsyncIterator[Bus]:
+    """A `Bus` connected to `nats_server`, with the stream and run store bootstrapped."""
+    connected = await connect(nats_server.url, name="pytest")
+    try:
+        await bootstrap(connected)
+        yield connected
+    finally:
+        await connected.close()

@@ -1,0 +1,142 @@
+"""The one place that creates or updates the stream, the KV bucket and durable consumers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import nats.errors
+import nats.js.errors
+from nats.js import JetStreamContext
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    DiscardPolicy,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+
+from sreforge_bus._connection import Bus
+from sreforge_bus._errors import BootstrapError
+from sreforge_bus._names import (
+    DUPLICATE_WINDOW_S,
+    RUNS_BUCKET,
+    STREAM,
+    STREAM_SUBJECTS,
+    deadletter_subject,
+)
+
+__all__ = ["ConsumerSpec", "bootstrap"]
+
+_DURABLE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_MAX_AGE_S = 7 * 24 * 3600.0
+_RUNS_HISTORY = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSpec:
+    """A durable pull consumer on stream `SREFORGE` and its redelivery policy.
+
+    A failed handler is redelivered after `backoff[n - 1]` seconds on delivery
+    `n` (the last value repeats); after `max_deliver` failed attempts the message
+    goes to `sreforge.deadletter.<durable>`. `ack_wait` is the time an unacked
+    message stays with one worker; the worker extends it while a handler runs.
+    """
+
+    durable: str
+    filter_subjects: tuple[str, ...]
+    max_deliver: int = 5
+    backoff: tuple[float, ...] = (0.5, 2, 5)
+    ack_wait: float = 30
+
+    def __post_init__(self) -> None:
+        if not _DURABLE.match(self.durable):
+            raise ValueError(f"durable {self.durable!r} must match {_DURABLE.pattern}")
+        if not self.filter_subjects or any(not s.strip() for s in self.filter_subjects):
+            raise ValueError(f"filter_subjects of {self.durable!r} must be non-empty subjects")
+        if self.max_deliver < 1:
+            raise ValueError(f"max_deliver of {self.durable!r} must be >= 1")
+        if any(delay < 0 for delay in self.backoff):
+            raise ValueError(f"backoff of {self.durable!r} must hold non-negative seconds")
+        if self.ack_wait <= 0:
+            raise ValueError(f"ack_wait of {self.durable!r} must be positive")
+
+    @property
+    def deadletter_subject(self) -> str:
+        """Where this consumer's poison messages are published."""
+        return deadletter_subject(self.durable)
+
+    def delay_after(self, num_delivered: int) -> float:
+        """Return the redelivery delay after failed delivery number `num_delivered` (1-based)."""
+        if not self.backoff:
+            return 1.0
+        return float(self.backoff[min(num_delivered, len(self.backoff)) - 1])
+
+    def consumer_config(self) -> ConsumerConfig:
+        """Return the server-side configuration of this durable consumer."""
+        single = len(self.filter_subjects) == 1
+        return ConsumerConfig(
+            name=self.durable,
+            durable_name=self.durable,
+            deliver_policy=DeliverPolicy.ALL,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait,
+            # One extra delivery beyond the handler's budget lets a worker
+            # dead-letter a message whose earlier attempts crashed without a nak.
+            max_deliver=self.max_deliver + 1,
+            filter_subject=self.filter_subjects[0] if single else None,
+            filter_subjects=None if single else list(self.filter_subjects),
+            max_ack_pending=1000,
+        )
+
+
+def _stream_config() -> StreamConfig:
+    return StreamConfig(
+        name=STREAM,
+        subjects=list(STREAM_SUBJECTS),
+        retention=RetentionPolicy.LIMITS,
+        storage=StorageType.FILE,
+        discard=DiscardPolicy.OLD,
+        max_age=_MAX_AGE_S,
+        duplicate_window=DUPLICATE_WINDOW_S,
+    )
+
+
+async def _ensure_stream(js: JetStreamContext) -> None:
+    config = _stream_config()
+    try:
+        await js.stream_info(STREAM)
+    except nats.js.errors.NotFoundError:
+        await js.add_stream(config)
+        return
+    await js.update_stream(config)
+
+
+async def _ensure_runs_bucket(js: JetStreamContext) -> None:
+    try:
+        await js.key_value(RUNS_BUCKET)
+    except nats.js.errors.BucketNotFoundError:
+        await js.create_key_value(
+            bucket=RUNS_BUCKET, history=_RUNS_HISTORY, storage=StorageType.FILE
+        )
+
+
+async def bootstrap(bus: Bus, consumers: Sequence[ConsumerSpec] = ()) -> None:
+    """Create or update stream `SREFORGE`, KV bucket `sreforge-runs` and `consumers`.
+
+    Idempotent: running it again with the same specs changes nothing, and with
+    changed specs updates the consumers in place (services only bind to them).
+    """
+    step = f"stream {STREAM}"
+    try:
+        await _ensure_stream(bus.js)
+        step = f"KV bucket {RUNS_BUCKET}"
+        await _ensure_runs_bucket(bus.js)
+        for spec in consumers:
+            step = f"consumer {spec.durable}"
+            await bus.js.add_consumer(STREAM, config=spec.consumer_config())
+    except (nats.errors.Error, TimeoutError) as err:
+        raise BootstrapError(f"bootstrap of {step} failed: {err!r}") from err

@@ -1,0 +1,197 @@
+"""Connecting to NATS and publishing: the `Bus` handle every service holds."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import nats.errors
+import structlog
+from nats.aio.client import Client
+from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
+from pydantic import BaseModel
+from sreforge_contracts import Event
+
+from sreforge_bus._errors import ConnectError, PublishError, ReplyTimeout
+from sreforge_bus._names import HEADER_MSG_ID, HEADER_REPLY_TO
+from sreforge_bus._runs import RunStore
+
+if TYPE_CHECKING:
+    from sreforge_bus._worker import Delivery
+
+__all__ = ["Bus", "Published", "connect"]
+
+log = structlog.get_logger("sreforge.bus")
+
+
+class _Stoppable(Protocol):
+    async def stop(self) -> None: ...
+
+    def wake(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """JetStream's acknowledgement of a stored message."""
+
+    stream: str
+    seq: int
+    duplicate: bool
+
+
+class Bus:
+    """A connection to NATS with JetStream, the run store and the workers bound to it."""
+
+    def __init__(self, nc: Client, *, publish_timeout: float = 5.0) -> None:
+        self.nc = nc
+        self.js: JetStreamContext = nc.jetstream(timeout=publish_timeout)
+        self.runs = RunStore(self.js)
+        self._publish_timeout = publish_timeout
+        self._workers: set[_Stoppable] = set()
+        self._closing = False
+
+    async def publish(self, event: Event) -> Published:
+        """Store `event` on `event.subject`, deduplicated by `event.event_id`.
+
+        Waits for JetStream's acknowledgement; raises `PublishError` when none comes.
+        """
+        data = event.model_dump_json().encode()
+        return await self.publish_raw(event.subject, data, {HEADER_MSG_ID: event.event_id})
+
+    async def publish_raw(
+        self, subject: str, data: bytes, headers: Mapping[str, str] | None = None
+    ) -> Published:
+        """Store raw bytes on `subject` through JetStream and wait for the acknowledgement."""
+        try:
+            ack = await self.js.publish(
+                subject, data, timeout=self._publish_timeout, headers=dict(headers or {})
+            )
+        except (nats.errors.Error, TimeoutError) as err:
+            raise PublishError(f"publish to {subject!r} was not acknowledged: {err!r}") from err
+        return Published(stream=ack.stream, seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    async def command(
+        self,
+        subject: str,
+        model: BaseModel | bytes,
+        timeout: float = 5.0,  # noqa: ASYNC109 (the documented command API)
+        *,
+        msg_id: str | None = None,
+    ) -> bytes:
+        """Store a command on `subject` and return the answer a consumer sends back.
+
+        The command goes through JetStream (so it is captured like a plain
+        `nats pub`), carrying a fresh inbox in the `Sreforge-Reply-To` header;
+        the consumer answers with `Bus.reply`. Raises `ReplyTimeout` if no answer
+        arrives within `timeout` seconds.
+        """
+        data = model if isinstance(model, bytes) else model.model_dump_json().encode()
+        if msg_id is None and isinstance(model, Event):
+            msg_id = model.event_id
+        inbox = self.nc.new_inbox()
+        headers = {HEADER_REPLY_TO: inbox}
+        if msg_id is not None:
+            headers[HEADER_MSG_ID] = msg_id
+        sub = await self.nc.subscribe(inbox, max_msgs=1)
+        try:
+            await self.publish_raw(subject, data, headers)
+            answer = await sub.next_msg(timeout=timeout)
+        except nats.errors.TimeoutError as err:
+            raise ReplyTimeout(f"no reply to command on {subject!r} within {timeout}s") from err
+        finally:
+            await _quietly_unsubscribe(sub)
+        return answer.data
+
+    async def reply(self, delivery: Delivery, model: BaseModel | bytes) -> None:
+        """Answer a command received through a worker; a no-op when nobody asked for a reply."""
+        if delivery.reply_to is None:
+            return
+        data = model if isinstance(model, bytes) else model.model_dump_json().encode()
+        await self.nc.publish(delivery.reply_to, data)
+        await self.nc.flush()
+
+    def _register(self, worker: _Stoppable) -> None:
+        self._workers.add(worker)
+
+    def _unregister(self, worker: _Stoppable) -> None:
+        self._workers.discard(worker)
+
+    def _wake_workers(self) -> None:
+        for worker in list(self._workers):
+            worker.wake()
+
+    async def close(self) -> None:
+        """Stop every worker's fetch loop (letting in-flight handlers finish), then drain."""
+        self._closing = True
+        await asyncio.gather(*(worker.stop() for worker in list(self._workers)))
+        if self.nc.is_closed:
+            return
+        try:
+            await self.nc.drain()
+        except (nats.errors.ConnectionReconnectingError, nats.errors.ConnectionClosedError):
+            await self.nc.close()
+
+
+async def _quietly_unsubscribe(sub: Subscription) -> None:
+    # The connection may be gone, or the single reply already auto-unsubscribed.
+    with contextlib.suppress(nats.errors.Error):
+        await sub.unsubscribe()
+
+
+async def connect(
+    url: str,
+    *,
+    name: str,
+    connect_timeout: float = 10.0,
+    reconnect_time_wait: float = 0.5,
+) -> Bus:
+    """Connect to NATS at `url` as client `name` and return a `Bus`.
+
+    Once connected the client reconnects forever; the first connection must
+    succeed within `connect_timeout` seconds or `ConnectError` is raised.
+    """
+    nc = Client()
+    holder: list[Bus] = []
+
+    async def on_disconnected() -> None:
+        if not (holder and holder[0]._closing):
+            log.warning("nats disconnected", client=name, url=url)
+
+    async def on_reconnected() -> None:
+        log.info("nats reconnected", client=name, url=url)
+        if holder:
+            holder[0]._wake_workers()
+
+    async def on_closed() -> None:
+        log.info("nats connection closed", client=name)
+        if holder:
+            holder[0]._wake_workers()  # their loops see the closed connection and end
+
+    async def on_error(err: Exception) -> None:
+        log.debug("nats client error", client=name, error=repr(err))
+
+    try:
+        await asyncio.wait_for(
+            nc.connect(
+                url,
+                name=name,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=reconnect_time_wait,  # type: ignore[arg-type]  # float works
+                disconnected_cb=on_disconnected,
+                reconnected_cb=on_reconnected,
+                closed_cb=on_closed,
+                error_cb=on_error,
+            ),
+            timeout=connect_timeout,
+        )
+    except (TimeoutError, OSError, nats.errors.Error) as err:
+        await nc.close()
+        raise ConnectError(f"cannot connect to NATS at {url} within {connect_timeout}s") from err
+    bus = Bus(nc)
+    holder.append(bus)
+    log.info("nats connected", client=name, url=url)
+    return bus

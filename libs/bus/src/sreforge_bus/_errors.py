@@ -1,0 +1,60 @@
+"""The one exception tree of the bus kit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "BootstrapError",
+    "BusError",
+    "CasConflict",
+    "ConnectError",
+    "NatsServerError",
+    "PublishError",
+    "ReplyTimeout",
+    "RunStoreError",
+]
+
+
+class BusError(Exception):
+    """Base of every error the bus kit raises; the message names the subject, key or server."""
+
+
+class ConnectError(BusError):
+    """The NATS server could not be reached within the connect deadline."""
+
+
+class BootstrapError(BusError):
+    """The stream, the KV bucket or a durable consumer could not be created or updated."""
+
+
+class PublishError(BusError):
+    """JetStream did not acknowledge a publish (no stream, timeout, or an API error)."""
+
+
+class ReplyTimeout(BusError):
+    """A command was stored but nobody answered on its reply inbox before the deadline."""
+
+
+class RunStoreError(BusError):
+    """A `sreforge-runs` KV operation failed (bad key, missing bucket, server error)."""
+
+
+class CasConflict(RunStoreError):
+    """A compare-and-swap update named a stale revision: someone else changed the key first."""
+
+    def __init__(self, key: str, revision: int) -> None:
+        super().__init__(f"run store key {key!r} changed since revision {revision}")
+        self.key = key
+        self.revision = revision
+
+
+class NatsServerError(BusError):
+    """The embedded `nats-server` could not be found, started or made ready.
+
+    `log_file` is the server's log (kept for reading) when it got as far as starting.
+    """
+
+    def __init__(self, message: str, log_file: Path | None = None) -> None:
+        super().__init__(message)
+        self.log_file = log_file

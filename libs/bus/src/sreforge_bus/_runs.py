@@ -1,0 +1,100 @@
+"""KV helpers over the `sreforge-runs` bucket: create-as-claim and compare-and-swap."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import nats.errors
+import nats.js.errors
+from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
+
+from sreforge_bus._errors import CasConflict, RunStoreError
+from sreforge_bus._names import RUNS_BUCKET
+
+__all__ = ["Entry", "RunStore"]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One key's current value and the revision to pass to `RunStore.update`."""
+
+    key: str
+    value: bytes
+    revision: int
+
+
+class RunStore:
+    """Run state in the KV bucket `sreforge-runs` (created by `bootstrap`).
+
+    `claim` makes "who acts on this" a single atomic decision; `update` is a
+    compare-and-swap so two workers can never both advance the same run.
+    """
+
+    def __init__(self, js: JetStreamContext, bucket: str = RUNS_BUCKET) -> None:
+        self._js = js
+        self._bucket = bucket
+        self._kv: KeyValue | None = None
+
+    async def _store(self) -> KeyValue:
+        if self._kv is None:
+            try:
+                self._kv = await self._js.key_value(self._bucket)
+            except nats.js.errors.BucketNotFoundError as err:
+                raise RunStoreError(
+                    f"KV bucket {self._bucket!r} does not exist; run bootstrap() first"
+                ) from err
+        return self._kv
+
+    async def claim(self, key: str, value: bytes) -> bool:
+        """Create `key` only if it is absent: True if this call created it, False if it existed."""
+        kv = await self._store()
+        try:
+            await kv.create(key, value)
+        except nats.js.errors.KeyWrongLastSequenceError:
+            return False
+        except (nats.errors.Error, TimeoutError) as err:
+            raise RunStoreError(f"claim of run store key {key!r} failed: {err!r}") from err
+        return True
+
+    async def get(self, key: str) -> Entry | None:
+        """Return the current entry for `key`, or None when it is absent or deleted."""
+        kv = await self._store()
+        try:
+            found = await kv.get(key)
+        except nats.js.errors.KeyNotFoundError:
+            return None
+        except (nats.errors.Error, TimeoutError) as err:
+            raise RunStoreError(f"get of run store key {key!r} failed: {err!r}") from err
+        return Entry(key=key, value=found.value or b"", revision=found.revision or 0)
+
+    async def update(self, key: str, value: bytes, revision: int) -> int:
+        """Write `value` only if `key` is still at `revision`; return the new revision.
+
+        Raises `CasConflict` when someone else wrote the key since `revision`.
+        """
+        kv = await self._store()
+        try:
+            return await kv.update(key, value, last=revision)
+        except nats.js.errors.KeyWrongLastSequenceError as err:
+            raise CasConflict(key, revision) from err
+        except (nats.errors.Error, TimeoutError) as err:
+            raise RunStoreError(f"update of run store key {key!r} failed: {err!r}") from err
+
+    async def put(self, key: str, value: bytes) -> int:
+        """Write `value` unconditionally and return the new revision."""
+        kv = await self._store()
+        try:
+            return await kv.put(key, value)
+        except (nats.errors.Error, TimeoutError) as err:
+            raise RunStoreError(f"put of run store key {key!r} failed: {err!r}") from err
+
+    async def keys(self) -> list[str]:
+        """Return every live key in the bucket (empty list when there are none)."""
+        kv = await self._store()
+        try:
+            return sorted(await kv.keys())
+        except nats.js.errors.NoKeysError:
+            return []
+        except (nats.errors.Error, TimeoutError) as err:
+            raise RunStoreError(f"listing run store keys failed: {err!r}") from err

@@ -1,0 +1,116 @@
+"""A scenario folder on disk: its manifest, its scenario.env and where its parts are."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from sreforge_contracts._errors import ContractError
+from sreforge_contracts._manifest import ScenarioManifest
+from sreforge_contracts._scenario_env import ScenarioEnv, load_scenario_env
+
+__all__ = ["Scenario", "discover_scenarios", "load_manifest", "load_scenario"]
+
+MANIFEST = "scenario.toml"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A loaded scenario: its manifest, its stack-side env (if any) and its folder."""
+
+    manifest: ScenarioManifest
+    path: Path
+    env: ScenarioEnv | None
+
+    @property
+    def id(self) -> str:
+        """The scenario id (equal to the folder name)."""
+        return self.manifest.id
+
+    @property
+    def manifest_path(self) -> Path:
+        """`scenario.toml`."""
+        return self.path / MANIFEST
+
+    @property
+    def trigger_page(self) -> Path:
+        """`trigger.md`: the neutral page the agent receives."""
+        return self.path / "trigger.md"
+
+    @property
+    def environment_dir(self) -> Path:
+        """`environment/`: stack overlay and `scenario.env`."""
+        return self.path / "environment"
+
+    @property
+    def env_path(self) -> Path:
+        """`environment/scenario.env`."""
+        return self.environment_dir / "scenario.env"
+
+    @property
+    def inject_dir(self) -> Path:
+        """`inject/`: the organic-regression injector."""
+        return self.path / "inject"
+
+    @property
+    def verify_dir(self) -> Path:
+        """`verify/`: oracle notes (`oracle.md`), `negative/` fixes, `headroom.md`."""
+        return self.path / "verify"
+
+    @property
+    def negative_dir(self) -> Path:
+        """`verify/negative/`: known-bad fixes that must fail."""
+        return self.verify_dir / "negative"
+
+    @property
+    def solution_dir(self) -> Path:
+        """`solution/`: the held-out reference fix."""
+        return self.path / "solution"
+
+    @property
+    def records_dir(self) -> Path:
+        """`records/`: pruned run records committed for this scenario."""
+        return self.path / "records"
+
+
+def load_manifest(path: str | Path) -> ScenarioManifest:
+    """Parse one `scenario.toml`; errors read `<file>: <field>: <problem>`."""
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ContractError(f"{file}: cannot read: {error.strerror}", source=str(file)) from None
+    except tomllib.TOMLDecodeError as error:
+        raise ContractError(f"{file}: malformed TOML: {error}", source=str(file)) from None
+    try:
+        return ScenarioManifest.model_validate(data)
+    except ValidationError as error:
+        raise ContractError.from_validation(error, str(file)) from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Load a scenario folder: its manifest (id must equal the folder name) and env."""
+    folder = Path(path)
+    manifest_file = folder / MANIFEST
+    manifest = load_manifest(manifest_file)
+    if manifest.id != folder.name:
+        raise ContractError(
+            f"{manifest_file}: id: {manifest.id!r} does not match the folder name {folder.name!r}",
+            field="id",
+            source=str(manifest_file),
+        )
+    env_file = folder / "environment" / "scenario.env"
+    env = load_scenario_env(env_file) if env_file.is_file() else None
+    return Scenario(manifest=manifest, path=folder, env=env)
+
+
+def discover_scenarios(root: str | Path) -> list[Path]:
+    """Scenario folders under a `use-cases/` root (`*/scenarios/*`), sorted.
+
+    Every folder is listed, with or without a manifest, so validation reports
+    a folder that lacks one instead of skipping it.
+    """
+    return sorted(p for p in Path(root).glob("*/scenarios/*") if p.is_dir())

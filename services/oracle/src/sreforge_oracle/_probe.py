@@ -1,0 +1,205 @@
+"""The oracle's only I/O: a small httpx client for the run's Prometheus (and load generator)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+from sreforge_contracts import AlertState
+
+from sreforge_oracle._errors import ProbeError
+from sreforge_oracle._model import GradingSample, ObservedAlert
+
+__all__ = ["PrometheusProbe", "target_state"]
+
+
+def target_state(alerts: Sequence[ObservedAlert], name: str) -> AlertState:
+    """The target alert's state: firing if any of its series fires, else pending, else inactive."""
+    states = {alert.state for alert in alerts if alert.name == name}
+    if "firing" in states:
+        return "firing"
+    return "pending" if "pending" in states else "inactive"
+
+
+class PrometheusProbe:
+    """Reads one run's Prometheus: the target alert, every active alert, the SLI and the load.
+
+    Alerts come from `/api/v1/alerts` (Prometheus, not Alertmanager: no
+    `group_wait` lag, and pending is visible). The SLI and the load rates are
+    instant queries; a query without a value (empty, NaN, infinite) gives
+    `None`, never 0. With `loadgen_metrics_url`, the load rates are read from
+    the generator's own `/metrics` instead (no scrape lag); a generator that
+    does not answer there reads as no load data. Prometheus failures raise
+    `ProbeError`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        alert_name: str,
+        sli_promql: str,
+        load_target_promql: str = "sum(loadgen_target_rps)",
+        load_achieved_promql: str = "sum(loadgen_achieved_rps)",
+        loadgen_metrics_url: str | None = None,
+        timeout_seconds: float = 2.0,
+    ) -> None:
+        self._base = base_url.rstrip("/")
+        self._alert_name = alert_name
+        self._sli_promql = sli_promql
+        self._load_promql = (load_target_promql, load_achieved_promql)
+        self._loadgen_url = loadgen_metrics_url
+        self._client = httpx.AsyncClient(timeout=timeout_seconds)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self._client.aclose()
+
+    async def sample(self, *, at: datetime, offset_seconds: float) -> GradingSample:
+        """Take one sample: all four reads run concurrently; any Prometheus failure raises."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                alerts_task = group.create_task(self.alerts())
+                sli_task = group.create_task(self.query(self._sli_promql))
+                load_task = group.create_task(self.load())
+        except* ProbeError as failures:
+            raise failures.exceptions[0] from None
+        alerts, sli = alerts_task.result(), sli_task.result()
+        target, achieved = load_task.result()
+        return GradingSample(
+            at=at,
+            offset_seconds=offset_seconds,
+            target_state=target_state(alerts, self._alert_name),
+            alerts=tuple(alerts),
+            sli=sli,
+            load_achieved_rps=achieved,
+            load_target_rps=target,
+        )
+
+    async def alerts(self) -> list[ObservedAlert]:
+        """Every active (firing or pending) alert with its labels."""
+        endpoint = f"{self._base}/api/v1/alerts"
+        data = await self._get_data(endpoint, {})
+        raw = data.get("alerts") if isinstance(data, dict) else None
+        if not isinstance(raw, list):
+            raise ProbeError("expected data.alerts to be a list", endpoint=endpoint)
+        return [_alert(item, endpoint) for item in raw]
+
+    async def query(self, promql: str) -> float | None:
+        """An instant query's value: the largest of a vector's samples, or `None` without one."""
+        endpoint = f"{self._base}/api/v1/query?query={promql}"
+        data = await self._get_data(f"{self._base}/api/v1/query", {"query": promql}, endpoint)
+        return _instant_value(data, endpoint)
+
+    async def load(self) -> tuple[float | None, float | None]:
+        """The load generator's (target, achieved) rates in requests per second."""
+        if self._loadgen_url is not None:
+            return await self._scrape_load(self._loadgen_url)
+        target, achieved = await asyncio.gather(*(self.query(q) for q in self._load_promql))
+        return target, achieved
+
+    async def _scrape_load(self, url: str) -> tuple[float | None, float | None]:
+        try:
+            response = await self._client.get(url)
+            response.raise_for_status()
+        except httpx.HTTPError:
+            return None, None  # the generator is what we observe: silence means it died
+        text = response.text
+        return (
+            _exposition_sum(text, "loadgen_target_rps", url),
+            _exposition_sum(text, "loadgen_achieved_rps", url),
+        )
+
+    async def _get_data(self, url: str, params: dict[str, str], endpoint: str | None = None) -> Any:
+        endpoint = endpoint or url
+        try:
+            response = await self._client.get(url, params=params)
+        except httpx.HTTPError as error:
+            raise ProbeError(f"Prometheus unreachable: {error!r}", endpoint=endpoint) from error
+        try:
+            body = response.json()
+        except ValueError as error:
+            raise ProbeError(
+                f"HTTP {response.status_code}, body is not JSON: {response.text[:120]!r}",
+                endpoint=endpoint,
+            ) from error
+        if not isinstance(body, dict) or body.get("status") != "success":
+            error_text = body.get("error") if isinstance(body, dict) else None
+            raise ProbeError(
+                f"HTTP {response.status_code}, Prometheus said: {error_text or body!r}",
+                endpoint=endpoint,
+            )
+        return body.get("data")
+
+
+def _alert(item: Any, endpoint: str) -> ObservedAlert:
+    labels = item.get("labels") if isinstance(item, dict) else None
+    state = item.get("state") if isinstance(item, dict) else None
+    if not isinstance(labels, dict) or state not in ("firing", "pending"):
+        raise ProbeError(f"malformed alert entry: {item!r:.200}", endpoint=endpoint)
+    name = labels.get("alertname")
+    if not isinstance(name, str) or not name:
+        raise ProbeError(f"alert without alertname: {item!r:.200}", endpoint=endpoint)
+    return ObservedAlert(name=name, state=state, labels={str(k): str(v) for k, v in labels.items()})
+
+
+def _instant_value(data: Any, endpoint: str) -> float | None:
+    kind = data.get("resultType") if isinstance(data, dict) else None
+    result = data.get("result") if isinstance(data, dict) else None
+    if kind == "scalar" and isinstance(result, list) and len(result) == 2:
+        return _finite(result[1], endpoint)
+    if kind == "vector" and isinstance(result, list):
+        values = [_finite(_sample_value(item, endpoint), endpoint) for item in result]
+        present = [value for value in values if value is not None]
+        return max(present) if present else None
+    raise ProbeError(f"expected a scalar or vector result, got {data!r:.200}", endpoint=endpoint)
+
+
+def _sample_value(item: Any, endpoint: str) -> Any:
+    value = item.get("value") if isinstance(item, dict) else None
+    if not isinstance(value, list) or len(value) != 2:
+        raise ProbeError(f"malformed vector sample: {item!r:.200}", endpoint=endpoint)
+    return value[1]
+
+
+def _finite(raw: Any, endpoint: str) -> float | None:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError) as error:
+        raise ProbeError(f"sample value {raw!r} is not a number", endpoint=endpoint) from error
+    return value if math.isfinite(value) else None
+
+
+def _exposition_sum(text: str, metric: str, url: str) -> float | None:
+    """Sum a metric's series in Prometheus text exposition; `None` when it is absent."""
+    total: float | None = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, rest = line.partition("{") if "{" in line.split(" ", 1)[0] else line.partition(" ")
+        if name != metric:
+            continue
+        fields = (rest.rpartition("}")[2] if "}" in rest else rest).split()
+        if not fields:
+            raise ProbeError(f"no value on the line {line!r}", endpoint=url)
+        value = _finite(fields[0], url)
+        if value is not None:
+            total = (total or 0.0) + value
+    return total

@@ -1,0 +1,88 @@
+"""The grading window: which samples count, when it ends, and whether it was observed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sreforge_contracts import OracleSignal
+
+from sreforge_oracle._model import GradingConfig, GradingSample
+
+__all__ = ["Finding", "Window", "first_gap", "window_of"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A signal as of the samples so far, plus the best value later samples could still give it.
+
+    A settled signal has `best_value == signal.value`; an unsettled one (e.g. the
+    alert has not cleared yet but may) has a higher `best_value`.
+    """
+
+    signal: OracleSignal
+    best_value: float
+
+
+@dataclass(frozen=True)
+class Window:
+    """The samples of the grading window so far.
+
+    The window runs from `Deployed` (offset 0) to `end`: first clear +
+    sustained_clear_seconds, or max_clear_time_seconds when the alert has not
+    cleared. `samples` stops at the first sample at or past `end`; `complete`
+    says such a sample exists. `clear` is the first not-firing sample within
+    max_clear_time_seconds.
+    """
+
+    samples: tuple[GradingSample, ...]
+    clear: GradingSample | None
+    end: float
+    complete: bool
+
+    @property
+    def last_offset(self) -> float:
+        """Offset of the latest sample in the window (0 before any sample)."""
+        return self.samples[-1].offset_seconds if self.samples else 0.0
+
+
+def window_of(config: GradingConfig, samples: Sequence[GradingSample]) -> Window:
+    """Cut the grading window out of the samples (in any order) taken since `Deployed`."""
+    ordered = sorted(samples, key=lambda sample: sample.offset_seconds)
+    clear = next(
+        (
+            sample
+            for sample in ordered
+            if sample.offset_seconds <= config.max_clear_time_seconds
+            and sample.target_state != "firing"
+        ),
+        None,
+    )
+    if clear is None:
+        end = config.max_clear_time_seconds
+    else:
+        end = clear.offset_seconds + config.sustained_clear_seconds
+    taken: list[GradingSample] = []
+    for sample in ordered:
+        taken.append(sample)
+        if sample.offset_seconds >= end:
+            return Window(tuple(taken), clear, end, complete=True)
+    return Window(tuple(taken), clear, end, complete=False)
+
+
+def first_gap(
+    samples: Sequence[GradingSample], start: float, limit: float
+) -> tuple[float, float] | None:
+    """The first stretch longer than `limit` seconds without a sample, from `start` on.
+
+    Samples before `start` are ignored; the stretch from `start` to the first
+    sample counts, so a window whose first sample came late is not observed.
+    """
+    previous = start
+    for sample in samples:
+        if sample.offset_seconds < start:
+            continue
+        if sample.offset_seconds - previous > limit:
+            return (previous, sample.offset_seconds)
+        previous = sample.offset_seconds
+    return None

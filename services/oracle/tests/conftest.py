@@ -1,0 +1,175 @@
+"""Real servers for the oracle's probe tests: a Prometheus and two load-generator exporters."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from wsgiref.simple_server import WSGIServer
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry, Gauge, start_http_server
+
+RULES = """\
+groups:
+  - name: oracle-probe-test
+    interval: 100ms
+    rules:
+      - alert: TargetFiring
+        expr: vector(1) > 0
+        labels: {service: api, severity: page}
+      - alert: StaysPending
+        expr: vector(1) > 0
+        for: 1h
+        labels: {service: api}
+      - alert: Ambient
+        expr: vector(1) > 0
+        labels: {service: api, role: ambient}
+      - record: api:request_latency_p99_seconds
+        expr: vector(0.123)
+      - record: api:idle_latency_p99_seconds
+        expr: vector(0) / 0
+"""
+
+CONFIG = """\
+global:
+  scrape_interval: 100ms
+  scrape_timeout: 100ms
+  evaluation_interval: 100ms
+rule_files: [rules.yml]
+scrape_configs:
+  - job_name: loadgen
+    static_configs: [{{targets: ["127.0.0.1:{steady}"]}}]
+  - job_name: doomed
+    static_configs: [{{targets: ["127.0.0.1:{doomed}"]}}]
+"""
+
+
+@dataclass
+class Exporter:
+    """A load generator's metrics endpoint (prometheus_client), stoppable to simulate its death."""
+
+    server: WSGIServer
+    thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/metrics"
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.server.shutdown()
+            self.server.server_close()
+            self.thread.join(timeout=5)
+
+
+@dataclass
+class Prometheus:
+    """A running Prometheus and the exporters it scrapes."""
+
+    url: str
+    steady: Exporter
+    doomed: Exporter
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_exporter(target: float, achieved: float) -> Exporter:
+    registry = CollectorRegistry()
+    Gauge("loadgen_target_rps", "Offered rate", registry=registry).set(target)
+    Gauge("loadgen_achieved_rps", "Achieved rate", registry=registry).set(achieved)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    return Exporter(server, thread)
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, deadline_s: float) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"prometheus exited {process.returncode}: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    pytest.fail(f"prometheus not ready at {url} within {deadline_s}s: {log.read_text()[-2000:]}")
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    """A real Prometheus (100 ms scrape and eval) with the test rules and two exporters."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.fail("the prometheus binary is missing (apt install prometheus)")
+    home = tmp_path_factory.mktemp("prometheus")
+    steady, doomed = start_exporter(20.0, 19.5), start_exporter(10.0, 10.0)
+    (home / "rules.yml").write_text(RULES)
+    (home / "prometheus.yml").write_text(
+        CONFIG.format(steady=steady.server.server_port, doomed=doomed.server.server_port)
+    )
+    port = free_port()
+    log = home / "prometheus.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={home / 'prometheus.yml'}",
+                f"--storage.tsdb.path={home / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, process, log, deadline_s=30)
+        yield Prometheus(url, steady, doomed)
+    finally:
+        stop_group(process)
+        steady.stop()
+        doomed.stop()
+
+
+@pytest.fixture
+def load_exporter() -> Iterator[Callable[[float, float], Exporter]]:
+    """Start load-generator exporters (target, achieved); all are stopped after the test."""
+    started: list[Exporter] = []
+
+    def start(target: float, achieved: float) -> Exporter:
+        started.append(start_exporter(target, achieved))
+        return started[-1]
+
+    yield start
+    for exporter in started:
+        exporter.stop()
+
+
+@pytest.fixture
+def silent_url() -> str:
+    """A loopback URL where nothing listens."""
+    return f"http://127.0.0.1:{free_port()}"

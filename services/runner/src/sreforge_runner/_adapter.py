@@ -1,0 +1,14 @@
+"""The bus wiring of the runner service: which consumers feed which handlers."""
+
+from __future__ import annotations
+
+from sreforge_bus import ConsumerSpec, Route, Service, log_only
+from sreforge_contracts import parse_event
+
+__all__ = ["SERVICE"]
+
+# Placeholder routes: each logs what arrives until the service's logic lands.
+SERVICE = Service(
+    name="runner",
+    routes=(Route(ConsumerSpec("runner", ("sreforge.run.*.BriefReady",)), log_only, parse_event),),
+)

@@ -1,0 +1,132 @@
+"""The engine process: find or start NATS, bootstrap the bus, run services, follow events."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import os
+import signal
+from collections.abc import AsyncIterator, Iterator, Sequence
+from datetime import UTC, datetime
+
+import structlog
+from sreforge_bus import Bus, Service, bootstrap, connect, follow
+from sreforge_bus.embedded import NatsServer, start_nats_server
+
+from sreforge._errors import EngineNotRunning
+from sreforge._logging import configure_logging
+from sreforge._settings import EngineSettings
+from sreforge._tail import format_event_json, format_event_line
+
+__all__ = ["load_services", "run_engine", "tail_events"]
+
+log = structlog.get_logger("sreforge.engine")
+
+
+def load_services(names: Sequence[str]) -> list[Service]:
+    """Import each named service package and return its `SERVICE` description."""
+    return [importlib.import_module(f"sreforge_{name}").SERVICE for name in names]
+
+
+def run_engine(names: Sequence[str], *, embedded: bool = True) -> int:
+    """Run the named services until SIGINT/SIGTERM; 0 on a clean stop."""
+    settings = EngineSettings()
+    configure_logging(settings.log_format, settings.log_level)
+    asyncio.run(_serve_until_signalled(settings, load_services(names), embedded=embedded))
+    return 0
+
+
+def tail_events(*, run_id: str | None, as_json: bool, only_new: bool) -> int:
+    """Print the bus's events as they arrive until interrupted."""
+    settings = EngineSettings()
+    configure_logging(settings.log_format, "WARNING")
+    subject = f"sreforge.run.{run_id}.>" if run_id else "sreforge.>"
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_tail(settings, subject, as_json=as_json, only_new=only_new))
+    return 0
+
+
+async def _serve_until_signalled(
+    settings: EngineSettings, services: list[Service], *, embedded: bool
+) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    async with _engine_bus(settings, services, embedded=embedded) as bus:
+        tasks = [asyncio.create_task(service.run(bus, stop)) for service in services]
+        log.info("engine.ready", services=[service.name for service in services])
+        await stop.wait()
+        log.info("engine.stopping")
+        await asyncio.gather(*tasks)
+
+
+async def _tail(settings: EngineSettings, subject: str, *, as_json: bool, only_new: bool) -> None:
+    url = settings.nats_url or _advertised_url(settings)
+    if url is None:
+        raise EngineNotRunning("no engine to follow: start `sreforge up` or set SREFORGE_NATS_URL")
+    bus = await connect(url, name="sreforge-tail")
+    try:
+        async for message in follow(bus, subject, deliver="new" if only_new else "all"):
+            line = (
+                format_event_json(message.subject, message.data, message.seq)
+                if as_json
+                else format_event_line(message.subject, message.data, datetime.now(UTC))
+            )
+            print(line, flush=True)
+    finally:
+        await bus.close()
+
+
+@contextlib.asynccontextmanager
+async def _engine_bus(
+    settings: EngineSettings, services: list[Service], *, embedded: bool
+) -> AsyncIterator[Bus]:
+    async with contextlib.AsyncExitStack() as stack:
+        url = settings.nats_url
+        if url is None:
+            if not embedded:
+                raise EngineNotRunning("`sreforge serve` needs SREFORGE_NATS_URL")
+            server = stack.enter_context(start_nats_server(store_dir=settings.home / "nats"))
+            stack.enter_context(_advertise(settings, server))
+            url = server.url
+            log.info("engine.embedded_nats", url=url, store_dir=str(server.store_dir))
+        bus = await connect(url, name="sreforge-engine")
+        stack.push_async_callback(bus.close)
+        await bootstrap(bus, [route.consumer for service in services for route in service.routes])
+        yield bus
+
+
+@contextlib.contextmanager
+def _advertise(settings: EngineSettings, server: NatsServer) -> Iterator[None]:
+    settings.home.mkdir(parents=True, exist_ok=True)
+    record = {"nats_url": server.url, "pid": os.getpid()}
+    settings.engine_file.write_text(json.dumps(record))
+    try:
+        yield
+    finally:
+        settings.engine_file.unlink(missing_ok=True)
+
+
+def _advertised_url(settings: EngineSettings) -> str | None:
+    try:
+        record = json.loads(settings.engine_file.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    pid = record.get("pid")
+    if not isinstance(pid, int) or not _alive(pid):
+        return None
+    url = record.get("nats_url")
+    return url if isinstance(url, str) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

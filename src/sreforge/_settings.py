@@ -1,0 +1,37 @@
+"""The engine's settings, read from `SREFORGE_*` environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from sreforge._logging import LogFormat
+
+__all__ = ["EngineSettings"]
+
+
+def _default_home() -> Path:
+    return Path.home() / ".local" / "state" / "sreforge"
+
+
+class EngineSettings(BaseSettings):
+    """Where the engine keeps state and which NATS it talks to.
+
+    With `nats_url` unset, `sreforge up` starts its own pinned nats-server (the embedded
+    default) and advertises it in `home/engine.json` so `sreforge tail` and `sreforge run`
+    in another shell find it.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SREFORGE_", extra="ignore")
+
+    nats_url: str | None = None
+    home: Path = Field(default_factory=_default_home)
+    log_format: LogFormat = "console"
+    log_level: str = "INFO"
+
+    @property
+    def engine_file(self) -> Path:
+        """The file where a running embedded engine advertises its NATS URL."""
+        return self.home / "engine.json"

@@ -1,0 +1,230 @@
+"""`sreforge stack up|down|list`: run one scenario's stack by hand and poke at it.
+
+`cli.py` wires this in with `add_stack_commands(subparsers)`; each verb sets
+`args.handler`, a function `(argparse.Namespace) -> int` returning the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from sreforge_deployer import (
+    DeployerError,
+    DeployerSettings,
+    LocalStack,
+    list_stacks,
+    teardown_run,
+)
+
+__all__ = [
+    "add_stack_commands",
+    "handle_stack_down",
+    "handle_stack_list",
+    "handle_stack_up",
+    "main",
+    "resolve_scenario",
+]
+
+_SCENARIO_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+def add_stack_commands(subparsers: Any) -> None:
+    """Register `stack up`, `stack down` and `stack list` on an argparse subparsers object."""
+    stack = subparsers.add_parser("stack", help="run a scenario's stack locally, by hand")
+    verbs = stack.add_subparsers(dest="stack_verb", required=True)
+    up = verbs.add_parser("up", help="start a stack, print its endpoints, keep it until Ctrl-C")
+    up.add_argument("scenario", help="scenario id (e.g. latency-cache-stampede) or folder")
+    up.add_argument("--time-scale", type=float, default=1.0, help="0 < S <= 1 (default 1)")
+    up.add_argument("--arm", action="store_true", help="deliver the fault and start the load")
+    up.add_argument("--run-id", default=None, help="run id (default: a fresh run-xxxxxxxx)")
+    up.add_argument(
+        "--webhook-url",
+        default=None,
+        help="where Alertmanager pages (default: a receiver here that prints the pages)",
+    )
+    up.set_defaults(handler=handle_stack_up)
+    down = verbs.add_parser("down", help="tear down stacks started by `stack up` elsewhere")
+    down.add_argument("run_id", nargs="?", help="the run id `stack up` printed")
+    down.add_argument("--all", action="store_true", help="every stack under the runs root")
+    down.set_defaults(handler=handle_stack_down)
+    listing = verbs.add_parser("list", help="list running stacks")
+    listing.set_defaults(handler=handle_stack_list)
+
+
+def handle_stack_up(args: argparse.Namespace) -> int:
+    """Start the stack, print endpoints, optionally arm, wait for Ctrl-C/SIGTERM, tear down."""
+    try:
+        scenario = resolve_scenario(args.scenario)
+    except ValueError as error:
+        print(f"sreforge stack up: {error}", file=sys.stderr)
+        return 2
+    receiver = None if args.webhook_url else _PageReceiver()
+    webhook = args.webhook_url or (receiver.url if receiver else None)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    stack: LocalStack | None = None
+    try:
+        stack = LocalStack(
+            scenario, time_scale=args.time_scale, run_id=args.run_id, webhook_url=webhook
+        )
+        print(
+            f"starting stack {stack.run_id} for {scenario.name} "
+            f"(time scale {args.time_scale:g}) in {stack.run_dir} ...",
+            flush=True,
+        )
+        started = time.monotonic()
+        stack.up()
+        print(f"up in {time.monotonic() - started:.1f}s", flush=True)
+        _print_endpoints(stack)
+        if args.arm:
+            print(f"armed at base commit {stack.arm()}; load running", flush=True)
+        print(f"Ctrl-C (or `sreforge stack down {stack.run_id}`) to tear down.", flush=True)
+        _wait_until_interrupted(stack)
+    except KeyboardInterrupt:
+        pass
+    except DeployerError as error:
+        print(f"sreforge stack up: {error}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        code = _down(stack)
+        if receiver is not None:
+            receiver.close()
+    return code
+
+
+def handle_stack_down(args: argparse.Namespace) -> int:
+    """Tear down one stack by run id, or all of them with `--all`; verify nothing remains."""
+    root = DeployerSettings().runs_root
+    if args.all == bool(args.run_id):
+        print("sreforge stack down: give a RUN_ID or --all (not both)", file=sys.stderr)
+        return 2
+    run_ids = [r.run_id for r in list_stacks(root)] if args.all else [args.run_id]
+    if not run_ids:
+        print(f"no stacks under {root}")
+    failed = 0
+    for run_id in run_ids:
+        try:
+            teardown_run(root, run_id)
+            print(f"{run_id}: torn down, nothing left")
+        except DeployerError as error:
+            print(f"{run_id}: {error}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def handle_stack_list(args: argparse.Namespace) -> int:
+    """Print each running stack: run id, scenario, owner pid and agent endpoints."""
+    for record in list_stacks(DeployerSettings().runs_root):
+        endpoints = " ".join(f"{k}={v}" for k, v in sorted(record.agent_endpoints.items()))
+        print(f"{record.run_id}  {record.scenario_id}  pid {record.owner_pid}  {endpoints}")
+    return 0
+
+
+def resolve_scenario(name: str) -> Path:
+    """A scenario folder from a path, or from an id under `use-cases/*/scenarios/`."""
+    as_path = Path(name)
+    if as_path.is_dir():
+        return as_path.resolve()
+    if not _SCENARIO_ID.match(name):
+        raise ValueError(f"scenario id {name!r} must match {_SCENARIO_ID.pattern}")
+    for root in _use_case_roots():
+        found = sorted(root.glob(f"*/scenarios/{name}"))
+        if found:
+            return found[0]
+    raise ValueError(f"no scenario {name!r} under use-cases/*/scenarios/")
+
+
+def _use_case_roots() -> list[Path]:
+    roots = [Path(os.environ["SREFORGE_USE_CASES"])] if "SREFORGE_USE_CASES" in os.environ else []
+    for start in (Path.cwd(), Path(__file__).resolve()):
+        roots += [parent / "use-cases" for parent in (start, *start.parents)]
+    return [root for root in roots if root.is_dir()]
+
+
+def _print_endpoints(stack: LocalStack) -> None:
+    endpoints = stack.endpoints
+    print("agent view:")
+    for name, url in endpoints.agent.items():
+        print(f"  {name:14} {url}")
+    print("operator view:")
+    for name, url in endpoints.operator.items():
+        if name not in endpoints.agent:
+            print(f"  {name:14} {url}")
+    workspace = stack.workspace.path if stack.workspace else "-"
+    print(f"  {'workspace':14} {workspace}")
+    print(f"  {'logs':14} {stack.run_dir / 'logs'}")
+    print(f"  {'webhook':14} {stack.webhook_url or '-'}", flush=True)
+
+
+def _wait_until_interrupted(stack: LocalStack) -> None:
+    # Also stop if someone removed the run dir under us (a forced `stack down`).
+    while stack.run_dir.exists():
+        time.sleep(0.5)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _down(stack: LocalStack | None) -> int:
+    if stack is None:
+        return 0
+    print("tearing down ...", flush=True)
+    try:
+        stack.down()
+    except DeployerError as error:
+        print(f"sreforge stack up: {error}", file=sys.stderr)
+        return 1
+    print(f"{stack.run_id}: torn down, nothing left", flush=True)
+    return 0
+
+
+class _PageReceiver:
+    """A loopback webhook receiver that prints each page Alertmanager sends."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                for alert in body.get("alerts", []):
+                    name = alert.get("labels", {}).get("alertname", "?")
+                    print(f"page: {name} {alert.get('status', '?')}", flush=True)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/pages"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry (`python -m sreforge._stack_cli stack up ...`) until cli.py wires it."""
+    parser = argparse.ArgumentParser(prog="sreforge")
+    add_stack_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""`sreforge up` on the embedded default, driven the way an operator drives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nats
+import pytest
+
+pytestmark = pytest.mark.integration
+
+_DEADLINE = 30.0
+
+
+def _wait_for(predicate: object, what: str, timeout: float = _DEADLINE) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path, str]]:
+    """A `sreforge up` child process with its own home (so its own embedded NATS)."""
+    env = {**os.environ, "SREFORGE_HOME": str(tmp_path / "home"), "SREFORGE_LOG_FORMAT": "json"}
+    env.pop("SREFORGE_NATS_URL", None)
+    log_path = tmp_path / "up.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sreforge", "up"], env=env, stdout=log, stderr=log
+        )
+    engine_file = tmp_path / "home" / "engine.json"
+    try:
+        _wait_for(
+            lambda: engine_file.exists() and b"engine.ready" in log_path.read_bytes(),
+            f"`sreforge up` to become ready (log: {log_path})",
+        )
+        yield env, log_path, json.loads(engine_file.read_text())["nats_url"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0, log_path.read_text()
+        assert not engine_file.exists(), "a stopped engine must stop advertising itself"
+
+
+async def _core_publish(url: str, subject: str, payload: bytes) -> None:
+    """Exactly what `nats pub SUBJECT PAYLOAD` does: a plain core-NATS publish, no headers."""
+    nc = await nats.connect(url)
+    try:
+        await nc.publish(subject, payload)
+        await nc.flush()
+    finally:
+        await nc.close()
+
+
+def _tail_until(env: dict[str, str], needle: str) -> list[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sreforge", "tail", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    deadline = time.monotonic() + _DEADLINE
+    try:
+        assert proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if needle in line:
+                return lines
+    finally:
+        proc.kill()
+        proc.wait()
+    raise AssertionError(f"`sreforge tail` never showed {needle!r}; it showed {lines}")
+
+
+async def test_run_start_published_like_nats_pub_shows_up_in_tail(
+    engine: tuple[dict[str, str], Path, str],
+) -> None:
+    """`nats pub sreforge.run.start '<json>'` against `sreforge up` appears in `sreforge tail`."""
+    env, _, url = engine
+    command = {"scenario": "latency-cache-stampede", "agent": "noop", "time_scale": 0.1}
+    await _core_publish(url, "sreforge.run.start", json.dumps(command).encode())
+    lines = _tail_until(env, "latency-cache-stampede")
+    shown = json.loads(lines[-1])
+    assert shown["subject"] == "sreforge.run.start"
+    assert shown["event"]["agent"] == "noop"
+
+
+async def test_malformed_run_start_is_dead_lettered_and_the_engine_keeps_serving(
+    engine: tuple[dict[str, str], Path, str],
+) -> None:
+    """Garbage on `run.start` is parked on the dead-letter subject; the next command still flows."""
+    env, log_path, url = engine
+    await _core_publish(url, "sreforge.run.start", b'{"scenario": "../x", "agent": 3}')
+    dead = json.loads(_tail_until(env, "sreforge.deadletter.")[-1])
+    assert dead["subject"].startswith("sreforge.deadletter.correlator")
+    good = {"scenario": "latency-cache-stampede", "agent": "reference"}
+    await _core_publish(url, "sreforge.run.start", json.dumps(good).encode())
+    _wait_for(
+        lambda: b'"message_type": "RunStart"' in log_path.read_bytes(),
+        "the correlator to handle the valid command after the poison one",
+    )

@@ -74,7 +74,13 @@ def _catalog(trigger: Trigger, score: OracleScore) -> list[Event]:
     )
     p = "test"
     return [
-        RunRequested(run_id=RUN, producer=p, scenario="latency-cache-stampede", agent="noop"),
+        RunRequested(
+            run_id=RUN,
+            producer=p,
+            scenario="latency-cache-stampede",
+            agent="noop",
+            alert_route="r0ute",
+        ),
         RunRejected(run_id=RUN, producer=p, reason="unknown scenario", scenario="nope"),
         StackReady(
             run_id=RUN,
@@ -104,7 +110,7 @@ def _catalog(trigger: Trigger, score: OracleScore) -> list[Event]:
         ),
         CiResult(run_id=RUN, producer=p, green=True, output="ok", duration_ms=3, exit_code=0),
         Deployed(run_id=RUN, producer=p, redeployed=True, service="api", duration_ms=7),
-        Scored(run_id=RUN, producer=p, score=score, sli_series=[sample]),
+        Scored(run_id=RUN, producer=p, score=score, verdict="passed", sli_series=[sample]),
         Recorded(
             run_id=RUN, producer=p, path="runs/x/record.json", sha256="a" * 64, verdict="passed"
         ),

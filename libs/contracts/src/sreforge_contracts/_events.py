@@ -50,6 +50,8 @@ class RunRequested(_RunEvent):
     agent: str = Field(min_length=1)
     time_scale: float = Field(default=1.0, gt=0, le=1)
     labels: dict[str, str] = Field(default_factory=dict)
+    alert_route: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """The opaque route this run's Alertmanager posts to; carries no harness words."""
 
 
 class RunRejected(_RunEvent):
@@ -185,6 +187,7 @@ class Scored(_RunEvent):
 
     type: Literal["Scored"] = "Scored"
     score: OracleScore
+    verdict: Literal["passed", "failed", "rejected"]
     sli_series: list[SliSample] = Field(default_factory=list)
 
 

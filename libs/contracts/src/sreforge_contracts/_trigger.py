@@ -43,6 +43,8 @@ class Trigger(Contract):
     fingerprint: str | None = None
     status: TriggerStatus = "firing"
     signals: list[TriggerSignal] = Field(default_factory=list)
+    route: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """The opaque per-run route the notification arrived on; joins it to its run."""
 
     def content_hash(self) -> str:
         """A stable digest of what identifies this alert occurrence (not its annotations).

@@ -198,6 +198,9 @@ class Recorded(_RunEvent):
     path: str = Field(min_length=1)
     sha256: str = Field(pattern=r"^[a-f0-9]{64}$")
     verdict: Verdict
+    banked: bool = False
+    bank_refusal: str | None = None
+    """Why the record was not banked (e.g. no labelled agent transcript), when it was not."""
 
 
 class CleanedUp(_RunEvent):

@@ -99,6 +99,7 @@ class PhaseTimings(Contract):
     verify: float | None = Field(default=None, ge=0)
     record: float | None = Field(default=None, ge=0)
     cleanup: float | None = Field(default=None, ge=0)
+    total: float | None = Field(default=None, ge=0)
 
 
 class RunRecord(Contract):

@@ -1,0 +1,192 @@
+"""The bus wiring of the recorder: one durable consumer on every run event.
+
+Each event is logged to `runs/<run_id>/events.jsonl` (once per event id). The
+first terminal event (Scored, RunFailed, RunRejected) writes the record, banks
+it and publishes `Recorded`; the KV key `recorded.<run_id>` then marks the run
+as announced, so redelivered or duplicated terminal events change nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+
+import structlog
+from sreforge_bus import ConsumerSpec, Context, Route, Service, follow
+from sreforge_contracts import (
+    RUN_EVENTS_SUBJECTS,
+    AgentTranscript,
+    ContractError,
+    Event,
+    Recorded,
+    RunRecord,
+    Submission,
+    parse_event,
+    run_events_filter,
+    utcnow,
+)
+
+from sreforge_recorder._assemble import assemble_record, is_terminal, submission_of
+from sreforge_recorder._settings import RecorderSettings
+from sreforge_recorder._store import (
+    RecordBank,
+    RecordSchema,
+    RunArtifacts,
+    RunFolder,
+    read_agent_transcript,
+)
+from sreforge_recorder._transcript import LoggedEvent
+
+__all__ = ["CONSUMER", "PRODUCER", "SERVICE", "Recorder", "recorder_service"]
+
+PRODUCER = "recorder"
+
+CONSUMER = ConsumerSpec(
+    "recorder", RUN_EVENTS_SUBJECTS, max_deliver=10, backoff=(0.5, 1, 2, 5, 10, 30)
+)
+"""Every run event; a generous redelivery budget, since the record is the run's last word."""
+
+Log = structlog.stdlib.BoundLogger
+
+
+class Recorder:
+    """The recorder's handler. Settings are read from the environment on first use
+    unless given, so importing the package has no side effects."""
+
+    def __init__(self, settings: RecorderSettings | None = None) -> None:
+        self._settings = settings
+        self._schema: RecordSchema | None = None
+
+    @property
+    def settings(self) -> RecorderSettings:
+        """The settings in force (read from `SREFORGE_RECORDER_*` on first use)."""
+        if self._settings is None:
+            self._settings = RecorderSettings()
+        return self._settings
+
+    @property
+    def schema(self) -> RecordSchema:
+        """The committed run-record.v1 schema, loaded once."""
+        if self._schema is None:
+            self._schema = RecordSchema(self.settings.schema_path)
+        return self._schema
+
+    async def handle(self, event: Event, context: Context) -> Sequence[Event]:
+        """Log `event`; on the run's first terminal event, record and announce the run."""
+        if event.run_id is None:
+            context.log.warning("run event without run_id ignored", type=event.type)
+            return ()
+        folder = RunFolder(self.settings.runs_dir, event.run_id)
+        delivery = context.delivery
+        folder.add_event(LoggedEvent(delivery.stream_seq, delivery.subject, event))
+        if not is_terminal(event):
+            return ()
+        announced = f"recorded.{event.run_id}"
+        if await context.bus.runs.get(announced) is not None:
+            return ()
+        await self._backfill(folder, context, upto=delivery.stream_seq)
+        recorded = self.record(folder, context.log)
+        # Published here rather than returned, so the KV mark is set only after it is stored.
+        await context.bus.publish(recorded)
+        await context.bus.runs.claim(announced, recorded.model_dump_json().encode())
+        return ()
+
+    def record(self, folder: RunFolder, log: Log) -> Recorded:
+        """Write the run's record unless it exists, bank it, and describe it as `Recorded`."""
+        record = folder.read_record() or self._write(folder, log)
+        banked, refusal = self._bank(folder, record, log)
+        return Recorded(
+            run_id=folder.run_id,
+            producer=PRODUCER,
+            path=str(folder.record_path.resolve()),
+            sha256=folder.record_sha256(),
+            verdict=record.verdict,
+            banked=banked,
+            bank_refusal=refusal,
+        )
+
+    def _write(self, folder: RunFolder, log: Log) -> RunRecord:
+        """Assemble the record from the logged events and write it with its artifacts."""
+        events = folder.events()
+        submission = submission_of(events)
+        transcript = self._agent_transcript(folder, submission, log)
+        record = assemble_record(
+            events,
+            recorded_at=utcnow(),
+            engine_version=self.settings.engine_version,
+            agent_transcript=transcript,
+        )
+        artifacts = RunArtifacts()
+        if submission is not None:
+            artifacts = RunArtifacts(
+                diff=submission.diff, rca=submission.rca, agent_transcript=transcript
+            )
+        if folder.write_record(record, self.schema, artifacts):
+            log.info("run recorded", run_id=folder.run_id, verdict=record.verdict)
+            return record
+        written = folder.read_record()  # another handler won the race: its record stands
+        assert written is not None, "write_record saw a record, so one exists"
+        return written
+
+    def _agent_transcript(
+        self, folder: RunFolder, submission: Submission | None, log: Log
+    ) -> AgentTranscript | None:
+        if submission is None or submission.transcript_ref is None:
+            return None
+        try:
+            return read_agent_transcript(submission.transcript_ref, folder.path)
+        except ContractError as error:
+            log.warning("agent transcript unreadable", run_id=folder.run_id, error=str(error))
+            return None
+
+    def _bank(self, folder: RunFolder, record: RunRecord, log: Log) -> tuple[bool, str | None]:
+        """Bank the record when banking is on; say whether it was banked and why not."""
+        settings = self.settings
+        if not settings.bank:
+            return False, None
+        bank = RecordBank(settings.store_dir, settings.records_root)
+        banking = bank.bank(record, self.schema, allow_unlabelled=settings.allow_unlabelled)
+        folder.write_banking(banking)
+        if banking.refusal is not None:
+            log.warning("banking refused", run_id=folder.run_id, reason=banking.refusal)
+        elif banking.pruned_path is None:
+            log.info("no scenario folder for the pruned record", run_id=folder.run_id)
+        return banking.banked, banking.refusal
+
+    async def _backfill(self, folder: RunFolder, context: Context, *, upto: int) -> None:
+        """Log any earlier event of the run still missing (e.g. awaiting redelivery).
+
+        The stream is the source of truth: its stored events of this run up to the
+        terminal one are read back, so the record never misses a delayed event.
+        """
+        if upto <= 0:
+            return
+
+        async def read() -> None:
+            stored = follow(context.bus, run_events_filter(folder.run_id))
+            async with contextlib.aclosing(stored):  # unsubscribe now, not at garbage collection
+                async for message in stored:
+                    try:
+                        event = parse_event(message.data)
+                    except ContractError as error:
+                        context.log.warning("unparsable run event skipped", error=str(error))
+                    else:
+                        folder.add_event(LoggedEvent(message.seq, message.subject, event))
+                    if message.seq >= upto:
+                        return
+
+        try:
+            await asyncio.wait_for(read(), self.settings.backfill_timeout_seconds)
+        except TimeoutError:
+            context.log.warning("backfill timed out; recording what is logged", upto=upto)
+
+
+def recorder_service(settings: RecorderSettings | None = None) -> Service:
+    """The recorder as a bus `Service` (settings from the environment when None)."""
+    recorder = Recorder(settings)
+    return Service(name="recorder", routes=(Route(CONSUMER, recorder.handle, parse_event),))
+
+
+SERVICE = recorder_service()
+"""What the engine runs: `await SERVICE.run(bus, stop)`."""

@@ -1,0 +1,49 @@
+"""Banking policy: which records may enter the record store. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sreforge_contracts import RunRecord
+
+__all__ = ["VERDICT_BEARING", "Banking", "bank_refusal"]
+
+VERDICT_BEARING = frozenset({"passed", "failed", "rejected"})
+"""Verdicts that grade the agent's work; aborted/error runs measured nothing about it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Banking:
+    """What banking did with a record: where it went, or why it was refused."""
+
+    banked: bool
+    refusal: str | None = None
+    store_path: Path | None = None
+    pruned_path: Path | None = None
+
+    def as_json(self) -> dict[str, object]:
+        """The `banking.json` written beside the record."""
+        return {
+            "banked": self.banked,
+            "refusal": self.refusal,
+            "store_path": str(self.store_path) if self.store_path else None,
+            "pruned_path": str(self.pruned_path) if self.pruned_path else None,
+        }
+
+
+def bank_refusal(record: RunRecord, *, allow_unlabelled: bool) -> str | None:
+    """Why `record` may not be banked, or None when it may.
+
+    A verdict whose measurement conditions are unknown is not quotable: a
+    verdict-bearing record needs an `agent_transcript` header with a known
+    confinement, unless the operator deliberately allows unlabelled records.
+    """
+    if record.verdict not in VERDICT_BEARING or allow_unlabelled:
+        return None
+    if record.agent_transcript is None:
+        return (
+            f"run {record.run_id}: verdict {record.verdict!r} carries no agent_transcript "
+            "header (confinement unknown); not banked (override: allow_unlabelled)"
+        )
+    return None

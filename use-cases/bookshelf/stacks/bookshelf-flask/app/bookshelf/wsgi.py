@@ -1,0 +1,5 @@
+"""WSGI entry point: `gunicorn bookshelf.wsgi:app`."""
+
+from .app import create_app
+
+app = create_app()

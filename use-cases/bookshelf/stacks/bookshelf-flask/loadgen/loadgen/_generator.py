@@ -1,0 +1,136 @@
+"""The open-model generator: arrivals follow the clock, never the responses."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from ._profiles import Profile, Request
+from ._stats import LoadMetrics, RateWindow
+
+log = logging.getLogger("loadgen")
+# After a stall longer than this (host suspended, debugger), restart the schedule
+# instead of bursting every missed arrival at once.
+_MAX_LAG_SECONDS = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class WarmupReport:
+    """Outcome of one pass over a profile's working set."""
+
+    requests: int
+    ok: int
+    seconds: float
+
+
+class LoadGenerator:
+    """Issues `rate` requests per second against `target` until stopped."""
+
+    def __init__(
+        self,
+        target: str,
+        rate: float,
+        profile: Profile,
+        *,
+        timeout_seconds: float = 10.0,
+        window_seconds: float = 10.0,
+        paused: bool = False,
+    ) -> None:
+        if rate <= 0:
+            raise ValueError(f"rate must be positive, got {rate}")
+        self.rate = rate
+        self.profile = profile
+        self.metrics = LoadMetrics(rate)
+        self.window = RateWindow(window_seconds)
+        self.metrics.achieved.set_function(self.window.rate)
+        self.metrics.inflight.set_function(lambda: len(self._inflight))
+        self._client = httpx.AsyncClient(
+            base_url=target,
+            timeout=timeout_seconds,
+            limits=httpx.Limits(max_connections=2000, max_keepalive_connections=200),
+        )
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._running = asyncio.Event()
+        self._stopped = False
+        self._sequence = 0
+        if not paused:
+            self.resume()
+        else:
+            self.metrics.paused.set(1)
+
+    @property
+    def paused(self) -> bool:
+        """Whether issuing is paused."""
+        return not self._running.is_set()
+
+    def pause(self) -> None:
+        """Stop issuing new requests (those in flight complete)."""
+        self._running.clear()
+        self.window.deactivate()
+        self.metrics.paused.set(1)
+
+    def resume(self) -> None:
+        """Issue again at the configured rate, starting now."""
+        if self._running.is_set():
+            return
+        self.window.activate()
+        self._running.set()
+        self.metrics.paused.set(0)
+
+    async def run(self) -> None:
+        """The arrival loop; returns after stop()."""
+        while not self._stopped:
+            await self._running.wait()
+            await self._issue_while_running()
+
+    async def _issue_while_running(self) -> None:
+        interval = 1.0 / self.rate
+        next_at = time.monotonic()
+        while self._running.is_set() and not self._stopped:
+            lag = time.monotonic() - next_at
+            if lag < 0:
+                await asyncio.sleep(-lag)
+                continue
+            if lag > _MAX_LAG_SECONDS:
+                log.warning("schedule fell %.1fs behind; restarting it", lag)
+                next_at = time.monotonic()
+            self._launch(self.profile.request(self._sequence))
+            self._sequence += 1
+            next_at += interval
+
+    def _launch(self, request: Request) -> None:
+        self.window.record()
+        task = asyncio.create_task(self._send(request))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+
+    async def _send(self, request: Request) -> None:
+        self.metrics.requests.labels(await self._status_of(request)).inc()
+
+    async def _status_of(self, request: Request) -> str:
+        path, params = request
+        try:
+            response = await self._client.get(path, params=params)
+        except httpx.HTTPError:
+            return "error"
+        return str(response.status_code)
+
+    async def warmup(self) -> WarmupReport:
+        """Send the profile's working set once and wait for every answer."""
+        started = time.monotonic()
+        statuses = await asyncio.gather(*(self._status_of(r) for r in self.profile.working_set))
+        ok = sum(1 for status in statuses if status.startswith("2"))
+        return WarmupReport(len(statuses), ok, round(time.monotonic() - started, 3))
+
+    async def stop(self) -> None:
+        """Stop issuing, abandon requests in flight and release connections."""
+        self._stopped = True
+        self._running.set()
+        for task in list(self._inflight):
+            task.cancel()
+        await asyncio.gather(*self._inflight, return_exceptions=True)
+        await self._client.aclose()

@@ -1,0 +1,48 @@
+"""Command line: `python -m bookmeta --port N [--latency-seconds S] [--error-rate R]`."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from types import FrameType
+
+import uvicorn
+
+from ._app import create_app
+from ._pacing import Pacing
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bookmeta", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--latency-seconds", type=float, default=1.2)
+    parser.add_argument("--jitter-seconds", type=float, default=0.1)
+    parser.add_argument("--error-rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=7)
+    return parser.parse_args(argv)
+
+
+def _exit_cleanly(_signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until SIGTERM/SIGINT, then exit with status 0."""
+    args = _parse(argv)
+    # uvicorn drains, restores this handler and re-raises the signal it caught.
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    pacing = Pacing(args.latency_seconds, args.jitter_seconds, args.error_rate, args.seed)
+    uvicorn.run(
+        create_app(pacing),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        server_header=False,
+        backlog=2048,
+        timeout_graceful_shutdown=3,
+    )
+
+
+if __name__ == "__main__":
+    main()

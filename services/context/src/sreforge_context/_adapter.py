@@ -1,16 +1,22 @@
-"""The bus wiring of the context service: which consumers feed which handlers."""
+"""The bus wiring of the context service: RunTriggered in, BriefReady or RunFailed out."""
 
 from __future__ import annotations
 
-from sreforge_bus import ConsumerSpec, Route, Service, log_only
+from sreforge_bus import ConsumerSpec, Route, Service
 from sreforge_contracts import parse_event
 
-__all__ = ["SERVICE"]
+from sreforge_context._brief import BriefHandler
+from sreforge_context._settings import ContextSettings
 
-# Placeholder routes: each logs what arrives until the service's logic lands.
-SERVICE = Service(
-    name="context",
-    routes=(
-        Route(ConsumerSpec("context", ("sreforge.run.*.RunTriggered",)), log_only, parse_event),
-    ),
-)
+__all__ = ["SERVICE", "build_service"]
+
+CONSUMER = ConsumerSpec("context", ("sreforge.run.*.RunTriggered",))
+
+
+def build_service(settings: ContextSettings | None = None) -> Service:
+    """The context service; `settings` default to the environment, read on first use."""
+    handler = BriefHandler(settings=settings, max_deliver=CONSUMER.max_deliver)
+    return Service(name="context", routes=(Route(CONSUMER, handler, parse_event),))
+
+
+SERVICE = build_service()

@@ -1,14 +1,22 @@
-"""The bus wiring of the runner service: which consumers feed which handlers."""
+"""The bus wiring of the runner service: BriefReady in, Submitted (or RunFailed) out."""
 
 from __future__ import annotations
 
-from sreforge_bus import ConsumerSpec, Route, Service, log_only
+from sreforge_bus import ConsumerSpec, Route, Service
 from sreforge_contracts import parse_event
 
-__all__ = ["SERVICE"]
+from sreforge_runner._handoff import RunnerHandler
+from sreforge_runner._settings import RunnerSettings
 
-# Placeholder routes: each logs what arrives until the service's logic lands.
-SERVICE = Service(
-    name="runner",
-    routes=(Route(ConsumerSpec("runner", ("sreforge.run.*.BriefReady",)), log_only, parse_event),),
-)
+__all__ = ["CONSUMER", "SERVICE", "build_service"]
+
+CONSUMER = ConsumerSpec("runner", ("sreforge.run.*.BriefReady",))
+
+
+def build_service(settings: RunnerSettings | None = None) -> Service:
+    """The runner service; `settings` default to the environment, read on first use."""
+    handler = RunnerHandler(settings=settings, max_deliver=CONSUMER.max_deliver)
+    return Service(name="runner", routes=(Route(CONSUMER, handler, parse_event),))
+
+
+SERVICE = build_service()

@@ -1,0 +1,106 @@
+"""Everything in a git workspace the agent can read, as surfaces for the leak check.
+
+The tree (file names and text contents), every commit reachable from any ref
+(`git log -p --all`: messages, author and committer identities, diffs), the ref
+names with their tag messages, and the repo config. `.git` internals beyond these
+and the runner's own sentinel directory are left out.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from sreforge_context._errors import WorkspaceUnreadable
+from sreforge_context._leak import Surface
+
+__all__ = ["SENTINEL_DIR", "workspace_surfaces"]
+
+SENTINEL_DIR = ".sreforge"
+"""The runner's submit sentinel directory; created after the check, never committed."""
+
+_MAX_FILE_BYTES = 2_000_000
+_BINARY_PROBE_BYTES = 8192
+_COMMIT_MARK = "\x00commit "
+_GIT_TIMEOUT_S = 60.0
+# Tag messages are their own text; a branch's "contents" would repeat a commit message.
+_REF_FORMAT = "--format=%(refname)%(if:equals=tag)%(objecttype)%(then) %(contents)%(end)"
+
+
+def workspace_surfaces(path: Path) -> list[Surface]:
+    """The workspace's file names, text files, history, refs and config as surfaces."""
+    if not path.is_dir():
+        raise WorkspaceUnreadable(f"workspace {path} does not exist")
+    files = _tree_files(path)
+    surfaces = [Surface("workspace file names", "\n".join(files))]
+    surfaces += [s for s in (_file_surface(path, name) for name in files) if s is not None]
+    surfaces += _history_surfaces(path)
+    surfaces.append(Surface("git refs", _git(path, "for-each-ref", _REF_FORMAT)))
+    config = path / ".git" / "config"
+    if config.is_file():
+        surfaces.append(Surface("git config", config.read_text(errors="replace")))
+    return surfaces
+
+
+def _tree_files(root: Path) -> list[str]:
+    found = []
+    for folder, dirs, names in os.walk(root):
+        here = Path(folder)
+        if here == root:
+            dirs[:] = [d for d in dirs if d not in (".git", SENTINEL_DIR)]
+        dirs.sort()
+        found += [(here / name).relative_to(root).as_posix() for name in sorted(names)]
+    return found
+
+
+def _file_surface(root: Path, name: str) -> Surface | None:
+    file = root / name
+    try:
+        if file.is_symlink() or file.stat().st_size > _MAX_FILE_BYTES:
+            return None
+        data = file.read_bytes()
+    except OSError:
+        return None
+    if b"\x00" in data[:_BINARY_PROBE_BYTES]:
+        return None
+    return Surface(f"workspace file {name}", data.decode(errors="replace"))
+
+
+def _history_surfaces(root: Path) -> list[Surface]:
+    log = _git(
+        root,
+        "log",
+        "--all",
+        "-p",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-color",
+        f"--format={_COMMIT_MARK.replace(chr(0), '%x00')}%H%nAuthor: %an <%ae>%n"
+        "Committer: %cn <%ce>%n%n%B",
+    )
+    surfaces = []
+    for chunk in log.split(_COMMIT_MARK)[1:]:
+        sha, _, body = chunk.partition("\n")
+        surfaces.append(Surface(f"git commit {sha[:12]}", body))
+    return surfaces
+
+
+def _git(root: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", GIT_PAGER="cat")
+    try:
+        done = subprocess.run(
+            ["git", "-c", "core.quotepath=off", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            check=False,
+            timeout=_GIT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise WorkspaceUnreadable(f"git {args[0]} in {root} failed: {error}") from error
+    if done.returncode != 0:
+        stderr = done.stderr.decode(errors="replace").strip()
+        raise WorkspaceUnreadable(f"git {args[0]} in {root} failed: {stderr}")
+    return done.stdout.decode(errors="replace")

@@ -1,0 +1,208 @@
+"""BriefReady → Submitted: claim the run, drive the agent, take the diff and the sentinel.
+
+The profile is resolved first (an unknown agent fails the run before anything
+exists). The claim (`runner.<run_id>` in the runs bucket, holding the base commit)
+then makes the agent run at most once per run: a redelivered BriefReady finds the
+claim and republishes the saved outcome (Submitted or RunFailed); if the runner died
+mid-session, it kills what is left of the agent's group and submits what the
+workspace holds (stop reason `interrupted`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from sreforge_bus import Context
+from sreforge_contracts import (
+    AnyEvent,
+    BriefReady,
+    ContractError,
+    Event,
+    RunFailed,
+    RunState,
+    Scenario,
+    Submission,
+    Submitted,
+    discover_scenarios,
+    load_scenario,
+    parse_event,
+)
+
+from sreforge_runner._diff import head_commit, workspace_diff
+from sreforge_runner._errors import RunnerError
+from sreforge_runner._gateway import GatewayResult, drive
+from sreforge_runner._reins import resolve_rein
+from sreforge_runner._sandbox import HostSandbox
+from sreforge_runner._settings import RunnerSettings
+from sreforge_runner._submit import read_sentinel
+
+__all__ = ["PRODUCER", "RunnerHandler", "claim_key"]
+
+PRODUCER = "runner"
+STAGE = "runner"
+_OUTCOME = "outcome.json"
+_BUILTIN_REINS = ("noop", "reference", "scripted")
+_MIN_BUDGET_S = 0.1
+
+
+def claim_key(run_id: str) -> str:
+    """The runs-bucket key whose creation claims the run's agent session."""
+    return f"runner.{run_id}"
+
+
+@dataclass
+class RunnerHandler:
+    """The runner route's handler; settings are read on first use unless given."""
+
+    settings: RunnerSettings | None = None
+    max_deliver: int = 5
+    _resolved: RunnerSettings | None = field(default=None, init=False, repr=False)
+    _active: dict[str, asyncio.Event] = field(default_factory=dict, init=False, repr=False)
+
+    def resolved_settings(self) -> RunnerSettings:
+        """The settings in force (from the environment when none were given)."""
+        if self._resolved is None:
+            self._resolved = self.settings or RunnerSettings()
+        return self._resolved
+
+    async def __call__(self, event: AnyEvent, context: Context) -> Sequence[Event]:
+        """Handle one BriefReady: at most one agent session per run, one Submitted."""
+        if not isinstance(event, BriefReady):
+            return ()
+        try:
+            outcome = await self._handoff(event, context)
+        except RunnerError as error:
+            return (_failed(event.run_id, str(error)),)
+        return () if outcome is None else (outcome,)
+
+    async def _handoff(self, event: BriefReady, context: Context) -> Event | None:
+        state = await _run_state(context, event.run_id)
+        if state.terminal:
+            context.log.info("agent.skipped", run_id=event.run_id, phase=state.phase)
+            return None
+        settings = self.resolved_settings()
+        scenario = _find_scenario(settings.use_cases_root, state.scenario_id)
+        rein = resolve_rein(state.agent, state.labels, scenario, settings)
+        budget = _budget(state, settings)
+        workspace = Path(event.contract.agent_context.run_workspace.path)
+        sandbox = HostSandbox(workspace, _agent_dir(state, workspace), settings)
+        base = await asyncio.to_thread(head_commit, workspace)
+        claim = json.dumps({"base_commit": base, "agent": state.agent, "at": _now()})
+        if not await context.bus.runs.claim(claim_key(event.run_id), claim.encode()):
+            return await self._resume(event, context, sandbox)
+        done = self._active[event.run_id] = asyncio.Event()
+        try:
+            sandbox.root.mkdir(parents=True, exist_ok=True)
+            context.log.info("agent.start", run_id=event.run_id, agent=state.agent, base=base)
+            result = await drive(rein, sandbox, budget)
+            outcome = await asyncio.to_thread(
+                _outcome, event.run_id, state.agent, sandbox, base, result
+            )
+            # Saved before publishing: a redelivery republishes this instead of re-running.
+            (sandbox.root / _OUTCOME).write_text(outcome.model_dump_json())
+        finally:
+            done.set()
+            del self._active[event.run_id]
+        context.log.info("agent.done", run_id=event.run_id, outcome=outcome.type)
+        return outcome
+
+    async def _resume(self, event: BriefReady, context: Context, sandbox: HostSandbox) -> Event:
+        in_flight = self._active.get(event.run_id)
+        if in_flight is not None:  # a duplicate delivery while this runner drives the agent
+            await in_flight.wait()
+        saved = sandbox.root / _OUTCOME
+        if saved.is_file():
+            context.log.info("agent.republish", run_id=event.run_id)
+            return parse_event(saved.read_bytes())
+        entry = await context.bus.runs.get(claim_key(event.run_id))
+        record = json.loads(entry.value) if entry else {}
+        sandbox.kill_leftovers()
+        agent = str(record.get("agent", "unknown"))
+        base = str(record.get("base_commit") or "HEAD")
+        context.log.warning("agent.interrupted", run_id=event.run_id, agent=agent)
+        return await asyncio.to_thread(_outcome, event.run_id, agent, sandbox, base, None)
+
+
+def _outcome(
+    run_id: str, agent: str, sandbox: HostSandbox, base: str, result: GatewayResult | None
+) -> Submitted | RunFailed:
+    if result is not None and result.dispatch is None:
+        primary = result.primary
+        where = f"{primary.stage}: {primary.error}" if primary else "no dispatch"
+        return _failed(run_id, f"agent {agent}: the gateway failed at {where}")
+    try:
+        submission = _collect(agent, sandbox, base, result)
+    except RunnerError as error:
+        return _failed(run_id, f"agent {agent}: {error}")
+    return Submitted(run_id=run_id, producer=PRODUCER, submission=submission)
+
+
+def _collect(
+    agent: str, sandbox: HostSandbox, base: str, result: GatewayResult | None
+) -> Submission:
+    sentinel = read_sentinel(sandbox.workspace, sandbox.settings.max_rca_bytes)
+    dispatch = result.dispatch if result else None
+    evidence = result.evidence() if result else {"rein": agent, "interrupted": True}
+    return Submission(
+        agent_name=agent,
+        diff=workspace_diff(sandbox.workspace, base),
+        submitted=sentinel is not None,
+        rca=sentinel.rca if sentinel else None,
+        duration_ms=dispatch.duration_ms if dispatch else 0.0,
+        stop_reason=dispatch.stop_reason if dispatch else "interrupted",
+        evidence={**evidence, "base_commit": base},
+    )
+
+
+async def _run_state(context: Context, run_id: str) -> RunState:
+    entry = await context.bus.runs.get(run_id)
+    if entry is None:
+        raise RunnerError(f"run {run_id}: no run state in KV")
+    return RunState.model_validate_json(entry.value)
+
+
+def _agent_dir(state: RunState, workspace: Path) -> Path:
+    run_dir = Path(state.stack.run_dir) if state.stack else workspace.parent
+    return run_dir / "agent"
+
+
+def _budget(state: RunState, settings: RunnerSettings) -> float:
+    """The label's budget, else the rein kind's; never past the run's agent deadline."""
+    raw = state.labels.get("budget_seconds")
+    if raw:
+        try:
+            budget = float(raw)
+        except ValueError:
+            raise RunnerError(f"run label budget_seconds: {raw!r} is not a number") from None
+    elif state.agent.split(":", 1)[0] in _BUILTIN_REINS:
+        budget = settings.rein_budget_seconds
+    else:
+        budget = settings.agent_budget_seconds
+    if state.agent_deadline is not None:
+        remaining = (state.agent_deadline - datetime.now(UTC)).total_seconds()
+        budget = min(budget, max(remaining, _MIN_BUDGET_S))
+    return budget
+
+
+def _find_scenario(root: Path, scenario_id: str) -> Scenario | None:
+    for folder in discover_scenarios(root):
+        if folder.name == scenario_id:
+            try:
+                return load_scenario(folder)
+            except ContractError:
+                return None
+    return None
+
+
+def _failed(run_id: str, reason: str, verdict: Literal["aborted", "error"] = "error") -> RunFailed:
+    return RunFailed(run_id=run_id, producer=PRODUCER, stage=STAGE, reason=reason, verdict=verdict)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

@@ -1,0 +1,40 @@
+"""The runner's settings (env prefix `SREFORGE_RUNNER_`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["RunnerSettings", "default_use_cases_root"]
+
+
+def default_use_cases_root() -> Path:
+    """`SREFORGE_USE_CASES` if set, else the `use-cases/` folder of this checkout."""
+    configured = os.environ.get("SREFORGE_USE_CASES")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[4] / "use-cases"
+
+
+class RunnerSettings(BaseSettings):
+    """Budgets, the agent's environment allowlist and where scripts are found.
+
+    Budgets are wall seconds and never scaled by the run's time scale. A run label
+    `budget_seconds` overrides the budget for that run.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SREFORGE_RUNNER_", frozen=True)
+
+    use_cases_root: Path = Field(default_factory=default_use_cases_root)
+    scripts_dir: Path | None = None
+    agent_budget_seconds: float = Field(default=600.0, gt=0)
+    rein_budget_seconds: float = Field(default=120.0, gt=0)
+    kill_grace_seconds: float = Field(default=2.0, ge=0)
+    agent_path: str = "/usr/local/bin:/usr/bin:/bin"
+    env_allowlist: tuple[str, ...] = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME")
+    agent_git_name: str = "On-call Engineer"
+    agent_git_email: str = "oncall@example.com"
+    max_rca_bytes: int = Field(default=256_000, gt=0)

@@ -1,0 +1,227 @@
+"""The runner on a real bus: BriefReady → one agent session → one Submitted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sreforge_bus import STREAM, Bus, bootstrap
+from sreforge_bus.testing import consumer_settled, poll
+from sreforge_contracts import (
+    AgentContext,
+    BriefReady,
+    EvalOnly,
+    RunContract,
+    RunFailed,
+    RunState,
+    RunWorkspace,
+    ScenarioRef,
+    StackInfo,
+    Submission,
+    Submitted,
+    parse_event,
+)
+from sreforge_runner import RunnerSettings, build_service, claim_key, head_commit
+
+pytestmark = pytest.mark.integration
+
+
+async def stored(bus: Bus, subject: str) -> list[bytes]:
+    """Every message the stream holds on exactly `subject`, in order."""
+    info = await bus.js.stream_info(STREAM, subjects_filter=subject)
+    count = (info.state.subjects or {}).get(subject, 0)
+    sub = await bus.js.subscribe(subject, ordered_consumer=True)
+    try:
+        return [(await sub.next_msg(timeout=5)).data for _ in range(count)]
+    finally:
+        await sub.unsubscribe()
+
+
+@pytest.fixture
+async def runner(bus: Bus, settings: RunnerSettings) -> AsyncIterator[Bus]:
+    """The runner service running on `bus` over the project's use-cases root."""
+    service = build_service(settings)
+    await bootstrap(bus, [route.consumer for route in service.routes])
+    stop = asyncio.Event()
+    task = asyncio.create_task(service.run(bus, stop))
+    yield bus
+    stop.set()
+    await asyncio.wait_for(task, 30)
+
+
+async def start_run(
+    bus: Bus,
+    project: Any,
+    run_id: str,
+    agent: str,
+    labels: dict[str, str] | None = None,
+    agent_deadline: datetime | None = None,
+) -> BriefReady:
+    """Put the run's state in KV and return the BriefReady the context service would send."""
+    workspace = RunWorkspace(path=str(project.workspace), service="api")
+    state = RunState(
+        run_id=run_id,
+        scenario_id=project.scenario_id,
+        agent=agent,
+        time_scale=0.1,
+        labels=labels or {},
+        alert_route="r0ute",
+        phase="briefed",
+        agent_deadline=agent_deadline,
+        stack=StackInfo(
+            stack="local",
+            run_dir=str(project.workspace.parent),
+            agent_endpoints={},
+            operator_endpoints={},
+            run_workspace=workspace,
+        ),
+    )
+    await bus.runs.put(run_id, state.model_dump_json().encode())
+    contract = RunContract(
+        agent_context=AgentContext(services={}, run_workspace=workspace),
+        scenario=ScenarioRef(id=project.scenario_id, run_id=run_id),
+        eval_only=EvalOnly(
+            alert_to_clear="A", max_clear_time_seconds=60, sustained_clear_seconds=36
+        ),
+    )
+    return BriefReady(run_id=run_id, producer="context", page="# page\n", contract=contract)
+
+
+async def deliver_twice(bus: Bus, brief: BriefReady) -> None:
+    """Deliver `brief`, then again under another message id (a redelivery), and settle."""
+    await bus.publish(brief)
+    await poll(lambda: consumer_settled(bus, "runner"), "runner to handle BriefReady", 60)
+    data = brief.model_dump_json().encode()
+    await bus.publish_raw(brief.subject, data, {"Nats-Msg-Id": f"{brief.event_id}.again"})
+    await poll(lambda: consumer_settled(bus, "runner"), "runner to handle the redelivery", 60)
+
+
+async def only_submission(bus: Bus, run_id: str) -> Submission:
+    """The run's single Submitted event's submission."""
+    found = await stored(bus, f"sreforge.run.{run_id}.Submitted")
+    assert len(found) == 1
+    event = parse_event(found[0])
+    assert isinstance(event, Submitted)
+    return event.submission
+
+
+def added_lines(patch: Path) -> list[str]:
+    """The `+` lines of a patch (without the `+++` header)."""
+    lines = patch.read_text().splitlines()
+    return [line for line in lines if line.startswith("+") and not line.startswith("+++")]
+
+
+def commits_since(workspace: Path, base: str) -> int:
+    """How many commits HEAD is ahead of `base`."""
+    done = subprocess.run(
+        ["git", "rev-list", "--count", f"{base}..HEAD"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+async def test_noop_submits_nothing_once(runner: Bus, project: Any) -> None:
+    """The baseline: no diff, not submitted, one Submitted even when redelivered."""
+    await deliver_twice(runner, await start_run(runner, project, "run-noop", "noop"))
+    submission = await only_submission(runner, "run-noop")
+    assert submission.agent_name == "noop"
+    assert not submission.submitted
+    assert submission.diff == ""
+    assert submission.stop_reason == "no_action"
+    assert submission.evidence["rein"] == "noop"
+
+
+@pytest.mark.timeout(180)
+async def test_reference_submits_the_fix_and_runs_once(runner: Bus, project: Any) -> None:
+    """The reference fix is the diff; a redelivery does not apply it a second time."""
+    base = head_commit(project.workspace)
+    await deliver_twice(runner, await start_run(runner, project, "run-ref", "reference"))
+    submission = await only_submission(runner, "run-ref")
+    assert submission.submitted, submission.evidence
+    assert submission.stop_reason == "exited"
+    assert submission.evidence["exit_code"] == 0
+    assert submission.evidence["base_commit"] == base
+    diff = submission.diff.splitlines()
+    assert all(line in diff for line in added_lines(project.fix))
+    assert ".sreforge" not in submission.diff
+    assert commits_since(project.workspace, base) == 1
+
+
+@pytest.mark.timeout(180)
+async def test_a_scripted_negative_patch_is_submitted(runner: Bus, project: Any) -> None:
+    """`scripted:<name>` applies the scenario's negative fixture like the reference fix."""
+    negative: Path = project.negative
+    brief = await start_run(runner, project, "run-neg", f"scripted:{negative.stem}")
+    await deliver_twice(runner, brief)
+    submission = await only_submission(runner, "run-neg")
+    assert submission.submitted, submission.evidence
+    assert submission.agent_name == f"scripted:{negative.stem}"
+    assert all(line in submission.diff.splitlines() for line in added_lines(negative))
+
+
+@pytest.mark.parametrize("limit", ["label", "deadline"])
+async def test_an_agent_over_budget_is_stopped_and_its_work_kept(
+    runner: Bus, project: Any, tmp_path: Path, limit: str
+) -> None:
+    """The budget (a run label, or the run's agent deadline) fires: stop reason recorded,
+    no submission, the edits made so far in the diff."""
+    script = tmp_path / "slow.sh"
+    script.write_text("echo 'SLOW = True' >> notes.py\nsleep 300\nsubmit\n")
+    labels = {"script": str(script)}
+    deadline = None
+    if limit == "label":
+        labels["budget_seconds"] = "2"
+    else:
+        deadline = datetime.now(UTC) + timedelta(seconds=3)
+    brief = await start_run(runner, project, f"run-slow-{limit}", "scripted", labels, deadline)
+    await deliver_twice(runner, brief)
+    submission = await only_submission(runner, f"run-slow-{limit}")
+    assert submission.stop_reason == "timeout:total"
+    assert submission.evidence["timeout"] == "total"
+    budget = submission.evidence["budget_seconds"]
+    assert isinstance(budget, float)
+    assert budget <= 3
+    assert not submission.submitted
+    assert "+SLOW = True" in submission.diff.splitlines()
+
+
+async def test_an_unknown_agent_fails_the_run(runner: Bus, project: Any) -> None:
+    """A profile the runner cannot resolve ends the run as an engine error, naming it."""
+    await deliver_twice(runner, await start_run(runner, project, "run-bad", "no-such-agent"))
+    found = await stored(runner, "sreforge.run.run-bad.RunFailed")
+    assert len(found) == 1
+    failed = parse_event(found[0])
+    assert isinstance(failed, RunFailed)
+    assert (failed.stage, failed.verdict) == ("runner", "error")
+    assert "no-such-agent" in failed.reason
+    assert await stored(runner, "sreforge.run.run-bad.Submitted") == []
+
+
+async def test_a_runner_restarted_mid_session_submits_what_the_workspace_holds(
+    runner: Bus, project: Any
+) -> None:
+    """The claim exists but no outcome was saved (the runner died): the agent is not re-run;
+    the workspace's diff against the claimed base and the sentinel are submitted."""
+    workspace: Path = project.workspace
+    base = head_commit(workspace)
+    claim = json.dumps({"base_commit": base, "agent": "reference"}).encode()
+    assert await runner.runs.claim(claim_key("run-crash"), claim)
+    (workspace / "hotfix.py").write_text("PATCHED = True\n")
+    (workspace / ".sreforge").mkdir()
+    (workspace / ".sreforge" / "submitted").write_text('{"submitted_at": "t", "rca": false}')
+    await deliver_twice(runner, await start_run(runner, project, "run-crash", "reference"))
+    submission = await only_submission(runner, "run-crash")
+    assert submission.stop_reason == "interrupted"
+    assert submission.submitted
+    assert "+PATCHED = True" in submission.diff.splitlines()
+    assert ".sreforge" not in submission.diff
+    assert commits_since(workspace, base) == 0  # the reference fix was not applied

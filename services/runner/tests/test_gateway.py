@@ -1,0 +1,146 @@
+"""Profiles resolve to reins; the gateway always cleans up and reports the first failure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sreforge_contracts import load_scenario
+from sreforge_runner import (
+    CommandRein,
+    Dispatch,
+    HostSandbox,
+    NoopRein,
+    ProfileError,
+    RunnerSettings,
+    drive,
+    head_commit,
+    read_sentinel,
+    resolve_rein,
+    workspace_diff,
+)
+
+
+def test_builtin_profiles_resolve(project: Any, settings: RunnerSettings) -> None:
+    """noop, reference, scripted:<negative> and scripted with a `script` label."""
+    scenario_dir: Path = project.scenario_dir
+    scenario = load_scenario(scenario_dir)
+    negative: Path = project.negative
+    assert isinstance(resolve_rein("noop", {}, None, settings), NoopRein)
+    reference = resolve_rein("reference", {}, scenario, settings)
+    assert isinstance(reference, CommandRein)
+    assert str((scenario_dir / "solution" / "fix.patch").resolve()) in reference.argv
+    named = resolve_rein(f"scripted:{negative.stem}", {}, scenario, settings)
+    assert isinstance(named, CommandRein)
+    assert str(negative.resolve()) in named.argv
+    labelled = resolve_rein("scripted", {"script": str(negative)}, scenario, settings)
+    assert isinstance(labelled, CommandRein)
+    assert labelled.argv == named.argv
+
+
+def test_a_shell_script_runs_with_sh_e(tmp_path: Path) -> None:
+    """A non-patch script is run by `sh -e`, from the configured scripts dir."""
+    (tmp_path / "kill-load.sh").write_text("true\n")
+    settings = RunnerSettings(scripts_dir=tmp_path)
+    rein = resolve_rein("scripted:kill-load", {}, None, settings)
+    assert isinstance(rein, CommandRein)
+    assert rein.argv == ("/bin/sh", "-e", str((tmp_path / "kill-load.sh").resolve()))
+
+
+@pytest.mark.parametrize(
+    ("profile", "labels", "message"),
+    [
+        ("claude-code", {}, "unknown profile"),
+        ("reference", {}, "scenario folder was not found"),
+        ("scripted", {}, "no `script` label"),
+        ("scripted", {"script": "/nonexistent/x.sh"}, "does not exist"),
+        ("scripted:missing", {}, "no missing[.patch|.sh]"),
+        ("scripted:../x", {}, "plain file name"),
+    ],
+)
+def test_unresolvable_profiles_say_why(profile: str, labels: dict[str, str], message: str) -> None:
+    """A profile that cannot run is refused before any sandbox exists, naming the problem."""
+    with pytest.raises(ProfileError, match=message.replace("[", r"\[").replace(".", r"\.")):
+        resolve_rein(profile, labels, None, RunnerSettings())
+
+
+@dataclass
+class Flaky:
+    """A rein whose stages fail on demand and which logs what was called."""
+
+    fail: set[str] = field(default_factory=set)
+    calls: list[str] = field(default_factory=list)
+    name: str = "flaky"
+
+    def _call(self, stage: str) -> None:
+        self.calls.append(stage)
+        if stage in self.fail:
+            raise RuntimeError(f"{stage} broke")
+
+    async def start_session(self, sandbox: HostSandbox) -> None:
+        self._call("start")
+
+    async def dispatch(self, sandbox: HostSandbox, budget_s: float) -> Dispatch:
+        self._call("dispatch")
+        return Dispatch(stop_reason="exited", duration_ms=1.0, exit_code=0)
+
+    async def end_session(self, sandbox: HostSandbox) -> None:
+        self._call("end")
+
+    async def cleanup_session(self, sandbox: HostSandbox) -> None:
+        self._call("cleanup")
+
+
+async def test_a_failed_start_still_cleans_up_and_is_the_primary_failure(
+    tiny_repo: Path, tmp_path: Path
+) -> None:
+    """session_start fails → no dispatch, cleanup and teardown still run; first failure wins."""
+    rein = Flaky(fail={"start", "cleanup"})
+    sandbox = HostSandbox(tiny_repo, tmp_path / "agent", RunnerSettings())
+    result = await drive(rein, sandbox, 5)
+    assert rein.calls == ["start", "cleanup"]
+    assert result.dispatch is None
+    assert [f.stage for f in result.failures] == ["session_start", "cleanup"]
+    assert result.primary is not None
+    assert result.primary.error == "RuntimeError: start broke"
+    assert not sandbox.home.exists()  # teardown ran
+    assert result.evidence()["failures"] == [
+        {"stage": "session_start", "error": "RuntimeError: start broke"},
+        {"stage": "cleanup", "error": "RuntimeError: cleanup broke"},
+    ]
+
+
+async def test_a_sandbox_that_cannot_be_created_stops_before_the_session(tmp_path: Path) -> None:
+    """No git checkout → sandbox_create fails; the rein never starts."""
+    rein = Flaky()
+    result = await drive(rein, HostSandbox(tmp_path, tmp_path / "agent", RunnerSettings()), 5)
+    assert rein.calls == ["cleanup"]
+    assert result.primary is not None
+    assert result.primary.stage == "sandbox_create"
+
+
+def _added_lines(patch: Path) -> list[str]:
+    lines = patch.read_text().splitlines()
+    return [line for line in lines if line.startswith("+") and not line.startswith("+++")]
+
+
+async def test_the_reference_rein_applies_commits_and_submits(
+    project: Any, settings: RunnerSettings
+) -> None:
+    """The reference fix lands in the diff (committed by the rein) and `submit` is called."""
+    workspace: Path = project.workspace
+    base = head_commit(workspace)
+    rein = resolve_rein("reference", {}, load_scenario(project.scenario_dir), settings)
+    sandbox = HostSandbox(workspace, workspace.parent / "agent", settings)
+    result = await drive(rein, sandbox, 60)
+    assert result.ok, result.failures
+    assert result.dispatch is not None
+    assert result.dispatch.exit_code == 0, sandbox.log_path.read_text()
+    assert read_sentinel(workspace) is not None
+    assert head_commit(workspace) != base
+    diff = workspace_diff(workspace, base).splitlines()
+    added = _added_lines(project.fix)
+    assert added
+    assert all(line in diff for line in added)

@@ -1,0 +1,107 @@
+"""The agent's process group: the budget kills it whole; its env is scrubbed."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from sreforge_runner import HostSandbox, RunnerSettings, run_in_group
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_gone(pids: list[int], deadline_s: float = 10.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not all(_gone(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"processes {pids} still alive after {deadline_s}s"
+        time.sleep(0.02)
+
+
+def _read_pids(path: Path) -> list[int]:
+    deadline = time.monotonic() + 10
+    while not path.exists() or len(path.read_text().split()) < 2:
+        assert time.monotonic() < deadline, f"{path} never listed two pids"
+        time.sleep(0.02)
+    return [int(pid) for pid in path.read_text().split()]
+
+
+async def test_the_budget_kills_the_child_and_its_grandchild(tmp_path: Path) -> None:
+    """On expiry the whole group dies, not just the leader; the timeout is reported."""
+    pids = tmp_path / "pids"
+    script = f"sleep 300 & echo $! >> {pids}; echo $$ >> {pids}; wait"
+    started = time.monotonic()
+    outcome = await run_in_group(
+        ["/bin/sh", "-c", script],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        budget_s=2.0,
+        log_path=tmp_path / "out.log",
+        grace_s=0.5,
+    )
+    assert outcome.timed_out
+    assert time.monotonic() - started < 15
+    _wait_gone(_read_pids(pids))
+
+
+async def test_a_sigterm_ignoring_agent_is_killed_after_the_grace(tmp_path: Path) -> None:
+    """An agent that traps SIGTERM still dies (SIGKILL after the grace period)."""
+    outcome = await run_in_group(
+        ["/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        budget_s=0.5,
+        log_path=tmp_path / "out.log",
+        grace_s=0.3,
+    )
+    assert outcome.timed_out
+    assert outcome.exit_code is not None
+    assert outcome.exit_code < 0
+
+
+async def test_leftover_background_processes_die_when_the_leader_exits(tmp_path: Path) -> None:
+    """An agent that exits leaving a daemon behind does not leave it running."""
+    pids = tmp_path / "pids"
+    script = f"sleep 300 & echo $! >> {pids}; echo $$ >> {pids}; exit 3"
+    outcome = await run_in_group(
+        ["/bin/sh", "-c", script],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        budget_s=30,
+        log_path=tmp_path / "out.log",
+    )
+    assert not outcome.timed_out
+    assert outcome.exit_code == 3
+    _wait_gone(_read_pids(pids))
+
+
+async def test_the_agent_env_is_scrubbed_with_a_fresh_home(
+    tiny_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No harness secret or venv reaches the agent; HOME is new; `submit` is first on PATH."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    sandbox = HostSandbox(tiny_repo, tmp_path / "agent", RunnerSettings())
+    sandbox.create()
+    outcome = await sandbox.run(["/bin/sh", "-c", "env; pwd; command -v submit"], 30)
+    assert outcome.exit_code == 0
+    out = sandbox.log_path.read_text()
+    env = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    assert "OPENAI_API_KEY" not in env
+    assert "VIRTUAL_ENV" not in env
+    assert env["HOME"] == str(sandbox.home)
+    assert env["PATH"].split(":")[0] == str(sandbox.bin_dir)
+    assert env["LANG"] == "C.UTF-8"
+    assert str(tiny_repo) in out.splitlines()
+    assert str(sandbox.bin_dir / "submit") in out.splitlines()
+    assert os.environ["OPENAI_API_KEY"] not in out
+    sandbox.destroy()
+    assert not sandbox.home.exists()
+    assert sandbox.log_path.exists()

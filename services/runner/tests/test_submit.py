@@ -1,0 +1,86 @@
+"""`submit` on the agent's PATH: an atomic sentinel, an optional RCA, nothing else."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from sreforge_runner import (
+    SENTINEL_DIR,
+    exclude_sentinel_dir,
+    install_submit,
+    read_sentinel,
+)
+
+Git = Callable[..., str]
+
+
+def _submit(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(bin_dir / "submit"), *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
+
+
+def test_submit_writes_the_sentinel_and_leaves_no_temporary_files(
+    tiny_repo: Path, tmp_path: Path
+) -> None:
+    """The sentinel appears whole (temp file + rename): only final names remain."""
+    bin_dir = tmp_path / "bin"
+    install_submit(bin_dir, tiny_repo)
+    done = _submit(bin_dir, tiny_repo)
+    assert done.returncode == 0, done.stderr
+    folder = tiny_repo / SENTINEL_DIR
+    assert sorted(p.name for p in folder.iterdir()) == ["submitted"]
+    data = json.loads((folder / "submitted").read_text())
+    assert data["rca"] is False
+    sentinel = read_sentinel(tiny_repo)
+    assert sentinel is not None
+    assert sentinel.rca is None
+    assert sentinel.submitted_at == data["submitted_at"]
+
+
+def test_submit_with_rca_copies_the_file(tiny_repo: Path, tmp_path: Path) -> None:
+    """`submit --rca FILE` (relative to the caller's cwd) attaches the write-up."""
+    bin_dir = tmp_path / "bin"
+    install_submit(bin_dir, tiny_repo)
+    (tiny_repo / "notes").mkdir()
+    (tiny_repo / "notes" / "why.md").write_text("The cache was per request.\n")
+    done = _submit(bin_dir, tiny_repo / "notes", "--rca", "why.md")
+    assert done.returncode == 0, done.stderr
+    sentinel = read_sentinel(tiny_repo)
+    assert sentinel is not None
+    assert sentinel.rca == "The cache was per request.\n"
+    assert sorted(p.name for p in (tiny_repo / SENTINEL_DIR).iterdir()) == ["rca.md", "submitted"]
+
+
+def test_submit_refuses_a_missing_rca_and_writes_nothing(tiny_repo: Path, tmp_path: Path) -> None:
+    """A typo in the RCA path is reported, not half-submitted."""
+    bin_dir = tmp_path / "bin"
+    install_submit(bin_dir, tiny_repo)
+    done = _submit(bin_dir, tiny_repo, "--rca", "nope.md")
+    assert done.returncode == 2
+    assert "no such file: nope.md" in done.stderr
+    assert read_sentinel(tiny_repo) is None
+
+
+def test_a_half_written_sentinel_is_not_a_submission(tiny_repo: Path) -> None:
+    """Only the renamed final file counts; a temp file or garbage reads as not submitted."""
+    folder = tiny_repo / SENTINEL_DIR
+    folder.mkdir()
+    (folder / ".submitted.123").write_text('{"submitted_at": "x", "rca": false}')
+    assert read_sentinel(tiny_repo) is None
+    (folder / "submitted").write_text('{"submitted_at": ')
+    assert read_sentinel(tiny_repo) is None
+
+
+def test_the_sentinel_dir_is_git_ignored_once(tiny_repo: Path, run_git: Git) -> None:
+    """`.git/info/exclude` hides `.sreforge/` from `git status`; the line is added once."""
+    exclude_sentinel_dir(tiny_repo)
+    exclude_sentinel_dir(tiny_repo)
+    (tiny_repo / SENTINEL_DIR).mkdir()
+    (tiny_repo / SENTINEL_DIR / "submitted").write_text("{}")
+    assert run_git(tiny_repo, "status", "--porcelain") == ""
+    exclude = (tiny_repo / ".git" / "info" / "exclude").read_text()
+    assert exclude.splitlines().count("/.sreforge/") == 1

@@ -58,6 +58,7 @@ class Trigger(Contract):
             "labels": dict(sorted(self.labels.items())),
             "fired_at": self.fired_at.isoformat(),
             "status": self.status,
+            "route": self.route,
         }
         canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()

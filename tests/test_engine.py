@@ -99,17 +99,15 @@ async def test_run_start_published_like_nats_pub_shows_up_in_tail(
     assert shown["event"]["agent"] == "noop"
 
 
-async def test_malformed_run_start_is_dead_lettered_and_the_engine_keeps_serving(
+async def test_malformed_run_start_is_rejected_and_the_engine_keeps_serving(
     engine: tuple[dict[str, str], Path, str],
 ) -> None:
-    """Garbage on `run.start` is parked on the dead-letter subject; the next command still flows."""
-    env, log_path, url = engine
-    await _core_publish(url, "sreforge.run.start", b'{"scenario": "../x", "agent": 3}')
-    dead = json.loads(_tail_until(env, "sreforge.deadletter.")[-1])
-    assert dead["subject"].startswith("sreforge.deadletter.correlator")
-    good = {"scenario": "latency-cache-stampede", "agent": "reference"}
+    """A bad `run.start` gets a RunRejected naming the field; the next command still flows."""
+    env, _, url = engine
+    await _core_publish(url, "sreforge.run.start", b'{"scenario": "../x", "agent": "noop"}')
+    rejected = json.loads(_tail_until(env, '"RunRejected"')[-1])
+    assert "scenario" in rejected["event"]["reason"]
+    good = {"scenario": "latency-cache-stampede", "agent": "noop", "time_scale": 0.1}
     await _core_publish(url, "sreforge.run.start", json.dumps(good).encode())
-    _wait_for(
-        lambda: b'"message_type": "RunStart"' in log_path.read_bytes(),
-        "the correlator to handle the valid command after the poison one",
-    )
+    requested = json.loads(_tail_until(env, '"RunRequested"')[-1])
+    assert requested["event"]["agent"] == "noop"

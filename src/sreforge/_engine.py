@@ -8,6 +8,7 @@ import importlib
 import json
 import os
 import signal
+import socket
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime
 
@@ -34,8 +35,37 @@ def run_engine(names: Sequence[str], *, embedded: bool = True) -> int:
     """Run the named services until SIGINT/SIGTERM; 0 on a clean stop."""
     settings = EngineSettings()
     configure_logging(settings.log_format, settings.log_level)
+    wire_defaults(settings)
     asyncio.run(_serve_until_signalled(settings, load_services(names), embedded=embedded))
     return 0
+
+
+def wire_defaults(settings: EngineSettings) -> None:
+    """Point the services at each other where the operator configured nothing.
+
+    The trigger and the stacks' Alertmanagers share one bearer-token file under the
+    engine's home, and the deployer learns where the trigger listens. Explicit
+    `SREFORGE_*` settings always win.
+    """
+    token_file = str(settings.home / "trigger.token")
+    if "SREFORGE_TRIGGER_TOKEN" not in os.environ:
+        os.environ.setdefault("SREFORGE_TRIGGER_TOKEN_FILE", token_file)
+    os.environ.setdefault("SREFORGE_TRIGGER_PORT", str(_free_port()))
+    port = os.environ["SREFORGE_TRIGGER_PORT"]
+    os.environ.setdefault(
+        "SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE", f"http://127.0.0.1:{port}/v1/alertmanager"
+    )
+    os.environ.setdefault(
+        "SREFORGE_DEPLOYER_ALERT_TOKEN_FILE",
+        os.environ.get("SREFORGE_TRIGGER_TOKEN_FILE", token_file),
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def tail_events(*, run_id: str | None, as_json: bool, only_new: bool) -> int:

@@ -17,7 +17,6 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from sreforge_deployer import (
     DeployerError,
@@ -39,7 +38,7 @@ __all__ = [
 _SCENARIO_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
-def add_stack_commands(subparsers: Any) -> None:
+def add_stack_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `stack up`, `stack down` and `stack list` on an argparse subparsers object."""
     stack = subparsers.add_parser("stack", help="run a scenario's stack locally, by hand")
     verbs = stack.add_subparsers(dest="stack_verb", required=True)

@@ -58,6 +58,9 @@ def _build_parser() -> argparse.ArgumentParser:
     validate.add_argument("path", nargs="?", help="a scenario folder (default: all)")
     validate.set_defaults(handler=_scenarios_validate)
 
+    from sreforge._run_cli import add_run_command
+
+    add_run_command(verbs)
     _add_stack_commands(verbs)
     return parser
 

@@ -30,6 +30,9 @@ groups:
         expr: vector(1) > 0
         for: 1h
         labels: {service: api}
+      - alert: NeverFires
+        expr: vector(1) < 0
+        labels: {service: api}
       - alert: Ambient
         expr: vector(1) > 0
         labels: {service: api, role: ambient}
@@ -37,6 +40,39 @@ groups:
         expr: vector(0.123)
       - record: api:idle_latency_p99_seconds
         expr: vector(0) / 0
+"""
+
+SCENARIO = """\
+id = "{id}"
+use_case = "oracle-test"
+stack = "oracle-test-stack"
+profile = "incident"
+title = "Oracle adapter test scenario"
+difficulty = "easy"
+
+[expected]
+alert = "{alert}"
+p99_threshold_seconds = 0.3
+p99_promql = "api:request_latency_p99_seconds"
+
+[determinism]
+sustained_clear_seconds = {sustained}
+max_clear_time_seconds = {max_clear}
+
+[inject]
+mode = "storm"
+
+[verify]
+pass_threshold = 0.85
+signals = ["ci_green", "alert_cleared", "sustained_clear", "time_to_clear", "no_new_alerts"]
+scope = ["api"]
+
+[verify.weights]
+ci_green = 0.25
+alert_cleared = 0.35
+sustained_clear = 0.20
+time_to_clear = 0.10
+no_new_alerts = 0.10
 """
 
 CONFIG = """\
@@ -78,6 +114,17 @@ class Prometheus:
     url: str
     steady: Exporter
     doomed: Exporter
+
+
+def write_scenario(
+    root: Path, scenario_id: str, alert: str, *, sustained: float = 20, max_clear: float = 30
+) -> Path:
+    """A scenario folder under `root/oracle-test/scenarios/` (windows in seconds at scale 1)."""
+    folder = root / "oracle-test" / "scenarios" / scenario_id
+    folder.mkdir(parents=True, exist_ok=True)
+    text = SCENARIO.format(id=scenario_id, alert=alert, sustained=sustained, max_clear=max_clear)
+    (folder / "scenario.toml").write_text(text)
+    return folder
 
 
 def free_port() -> int:
@@ -173,3 +220,25 @@ def load_exporter() -> Iterator[Callable[[float, float], Exporter]]:
 def silent_url() -> str:
     """A loopback URL where nothing listens."""
     return f"http://127.0.0.1:{free_port()}"
+
+
+@dataclass
+class UseCases:
+    """A temporary `use-cases/` root; `add` writes a test scenario into it."""
+
+    root: Path
+
+    def add(
+        self, scenario_id: str, alert: str, *, sustained: float = 20, max_clear: float = 30
+    ) -> Path:
+        """A scenario folder (windows in seconds at time scale 1) whose target is `alert`."""
+        return write_scenario(
+            self.root, scenario_id, alert, sustained=sustained, max_clear=max_clear
+        )
+
+
+@pytest.fixture
+def use_cases(tmp_path: Path) -> UseCases:
+    """An empty `use-cases/` root for test scenarios."""
+    (tmp_path / "use-cases").mkdir()
+    return UseCases(tmp_path / "use-cases")

@@ -180,3 +180,118 @@ def test_probe_interval_is_scaled_and_never_coarser_than_eval(
 ) -> None:
     """1 s x time scale, capped at the Prometheus evaluation interval."""
     assert probe_interval_for(scale, eval_interval) == pytest.approx(expected)
+
+
+class History:
+    """A gap filler replaying what Prometheus recorded: the same script, one sample a second."""
+
+    def __init__(self, clock: VirtualClock, states: str, *, fails: bool = False) -> None:
+        self.script = ScriptedPrometheus(clock, states)
+        self.fails = fails
+        self.asked: list[tuple[float, float]] = []
+
+    async def fill(self, start: datetime, end: datetime) -> list[GradingSample]:
+        self.asked.append(((start - DEPLOYED).total_seconds(), (end - DEPLOYED).total_seconds()))
+        if self.fails:
+            raise ProbeError("connection refused", endpoint="http://127.0.0.1:1/api/v1/query_range")
+        seconds = range(
+            int((start - DEPLOYED).total_seconds()), int((end - DEPLOYED).total_seconds()) + 1
+        )
+        return [
+            await self.script.sample(at=DEPLOYED + timedelta(seconds=s), offset_seconds=float(s))
+            for s in seconds
+        ]
+
+
+async def test_a_resume_fills_the_unwatched_stretch_and_reports_it() -> None:
+    """After a restart at t=6 with samples up to t=2, t=3..5 come from the filler, in order."""
+    clock = VirtualClock()
+    first = ScriptedPrometheus(clock, "FIIIIIIIII")
+    prior = [
+        await first.sample(at=DEPLOYED + timedelta(seconds=i), offset_seconds=float(i))
+        for i in range(3)
+    ]
+    clock.now_at = DEPLOYED + timedelta(seconds=6)
+    history = History(clock, "FIIIIIIIII")
+    seen: list[float] = []
+
+    async def record(sample: GradingSample) -> None:
+        seen.append(sample.offset_seconds)
+
+    result = await run_grading(
+        ScriptedPrometheus(clock, "FIIIIIIIII"),
+        CONFIG,
+        SHIPPED,
+        (),
+        started_at=DEPLOYED,
+        now=clock.now,
+        sleep=clock.sleep,
+        prior_samples=prior,
+        on_sample=record,
+        fill_gap=history.fill,
+    )
+    assert history.asked == [(3.0, 5.5)]
+    assert seen == [3.0, 4.0, 5.0, 6.0]
+    assert [s.offset_seconds for s in result.sli_series] == [float(i) for i in range(7)]
+    assert result.verdict == "passed"
+
+
+async def test_a_late_start_is_filled_from_deployed_on() -> None:
+    """No samples yet and the first probe at t=4: the filler covers t=0 up to it."""
+    clock = VirtualClock()
+    clock.now_at = DEPLOYED + timedelta(seconds=4)
+    history = History(clock, "FIIIIIIIII")
+    result = await run_grading(
+        ScriptedPrometheus(clock, "FIIIIIIIII"),
+        CONFIG,
+        SHIPPED,
+        (),
+        started_at=DEPLOYED,
+        now=clock.now,
+        sleep=clock.sleep,
+        fill_gap=history.fill,
+    )
+    assert history.asked == [(0.0, 3.5)]
+    assert [s.offset_seconds for s in result.sli_series][:5] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert result.verdict == "passed"
+
+
+async def test_history_that_cannot_be_read_leaves_the_hole_failing_closed() -> None:
+    """A filler that fails changes nothing: the stretch stays unobserved and the run fails."""
+    clock = VirtualClock()
+    source = ScriptedPrometheus(clock, "FIIIIIIIII", down=frozenset({2, 3, 4, 5}))
+    history = History(clock, "FIIIIIIIII", fails=True)
+    result = await run_grading(
+        source,
+        CONFIG,
+        SHIPPED,
+        (),
+        started_at=DEPLOYED,
+        now=clock.now,
+        sleep=clock.sleep,
+        fill_gap=history.fill,
+    )
+    assert history.asked == [(2.0, 5.5)]
+    assert result.verdict == "failed"
+    details = {s.id: s.detail for s in result.score.signals}
+    assert "not observed from t=1.0s to t=6.0s" in details["sustained_clear"]
+
+
+async def test_a_refire_seen_only_in_history_fails_the_run() -> None:
+    """The filled stretch is evidence like any other: a re-fire there fails sustained_clear."""
+    clock = VirtualClock()
+    source = ScriptedPrometheus(clock, "FIIIIIIIII", down=frozenset({2, 3, 4, 5}))
+    history = History(clock, "FIIFIIIIII")
+    result = await run_grading(
+        source,
+        CONFIG,
+        SHIPPED,
+        (),
+        started_at=DEPLOYED,
+        now=clock.now,
+        sleep=clock.sleep,
+        fill_gap=history.fill,
+    )
+    assert result.verdict == "failed"
+    assert "firing" in [s.alert_state for s in result.sli_series[2:5]]
+    assert not {s.id: s for s in result.score.signals}["sustained_clear"].satisfied

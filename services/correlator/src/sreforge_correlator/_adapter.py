@@ -1,17 +1,174 @@
-"""The bus wiring of the correlator service: which consumers feed which handlers."""
+"""The correlator on the bus: three durable consumers and a deadline sweep.
+
+- `correlator-commands` (`sreforge.run.start`): validate, create the run, publish
+  RunRequested or RunRejected, reply to the sender.
+- `correlator-events` (`sreforge.run.*.*`): fold the event into the run's state; a
+  FaultArmed may publish RunTriggered (its alert was handled first).
+- `correlator-triggers` (`sreforge.trigger.>`): join the signal to its run by route;
+  the expected alert of an armed run publishes RunTriggered.
+
+The sweep (every `sweep_interval_seconds`) fails armed runs past their confirm-fire
+deadline and re-publishes a recent transition's event once per process, so a
+correlator killed between its KV write and its publish still announces it.
+"""
 
 from __future__ import annotations
 
-from sreforge_bus import ConsumerSpec, Route, Service, log_only
-from sreforge_contracts import RUN_EVENTS_SUBJECTS, RUN_START_SUBJECT, parse_event, parse_run_start
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
-__all__ = ["SERVICE"]
-
-# Placeholder routes: each logs what arrives until the service's logic lands.
-SERVICE = Service(
-    name="correlator",
-    routes=(
-        Route(ConsumerSpec("correlator-commands", (RUN_START_SUBJECT,)), log_only, parse_run_start),
-        Route(ConsumerSpec("correlator-events", RUN_EVENTS_SUBJECTS), log_only, parse_event),
-    ),
+import structlog
+from sreforge_bus import Bus, BusError, ConsumerSpec, Context, Delivery, Route, Service
+from sreforge_contracts import (
+    RUN_EVENTS_SUBJECTS,
+    RUN_START_SUBJECT,
+    ContractError,
+    Event,
+    RunRequested,
+    TriggerFired,
+    TriggerResolved,
+    parse_event,
+    utcnow,
 )
+
+from sreforge_correlator._catalog import ScenarioCatalog
+from sreforge_correlator._errors import CorrelatorError
+from sreforge_correlator._handlers import Correlator
+from sreforge_correlator._ledger import RunLedger
+from sreforge_correlator._settings import CorrelatorSettings
+
+__all__ = [
+    "COMMANDS_CONSUMER",
+    "EVENTS_CONSUMER",
+    "SERVICE",
+    "TRIGGERS_CONSUMER",
+    "CorrelatorService",
+]
+
+log = structlog.get_logger("sreforge.correlator")
+
+COMMANDS_CONSUMER = ConsumerSpec("correlator-commands", (RUN_START_SUBJECT,))
+EVENTS_CONSUMER = ConsumerSpec("correlator-events", RUN_EVENTS_SUBJECTS)
+TRIGGERS_CONSUMER = ConsumerSpec("correlator-triggers", ("sreforge.trigger.>",))
+
+
+def _body(data: bytes) -> bytes:
+    """`run.start` bodies are validated by the handler, so a malformed one still gets a reply."""
+    return data
+
+
+def _parse_trigger(data: bytes) -> TriggerFired | TriggerResolved:
+    event = parse_event(data)
+    if not isinstance(event, TriggerFired | TriggerResolved):
+        raise ContractError(f"trigger subject: type: {event.type} is not a trigger event")
+    return event
+
+
+def _message_key(delivery: Delivery) -> str:
+    """Names one stored `run.start` across its redeliveries (sequence plus content)."""
+    digest = hashlib.sha256(delivery.data).hexdigest()[:16]
+    return f"{delivery.stream_seq}-{digest}"
+
+
+class _Announced:
+    """Event ids this process published recently, so the sweep re-publishes each only once."""
+
+    def __init__(self) -> None:
+        self._at: dict[str, datetime] = {}
+
+    def owed(self, events: Sequence[Event], now: datetime, keep: timedelta) -> list[Event]:
+        self._at = {key: at for key, at in self._at.items() if now - at <= keep}
+        return [event for event in events if event.event_id not in self._at]
+
+    def mark(self, events: Sequence[Event], now: datetime) -> None:
+        self._at.update((event.event_id, now) for event in events)
+
+
+@dataclass(frozen=True)
+class CorrelatorService(Service):
+    """The correlator's routes and its deadline sweep; settings from the env unless given."""
+
+    name: str = "correlator"
+    settings: CorrelatorSettings | None = None
+    _announced: _Announced = field(default_factory=_Announced, compare=False, repr=False)
+    _loaded: list[CorrelatorSettings] = field(default_factory=list, compare=False, repr=False)
+    _finished: set[str] = field(default_factory=set, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        routes = (
+            Route(COMMANDS_CONSUMER, self._on_start, _body),
+            Route(EVENTS_CONSUMER, self._on_event, parse_event),
+            Route(TRIGGERS_CONSUMER, self._on_trigger, _parse_trigger),
+        )
+        object.__setattr__(self, "routes", routes)
+
+    @property
+    def current_settings(self) -> CorrelatorSettings:
+        """The settings in force (read from `SREFORGE_CORRELATOR_*` on first use)."""
+        if self.settings is not None:
+            return self.settings
+        if not self._loaded:
+            self._loaded.append(CorrelatorSettings())
+        return self._loaded[0]
+
+    def correlator(self, bus: Bus) -> Correlator:
+        """The handlers bound to `bus`'s run store."""
+        settings = self.current_settings
+        catalog = ScenarioCatalog(settings.use_cases)
+        return Correlator(RunLedger(bus.runs), catalog, settings, self._finished)
+
+    async def run(self, bus: Bus, stop: asyncio.Event) -> None:
+        """Serve the three consumers and sweep deadlines until `stop` is set."""
+        sweeper = asyncio.create_task(self._sweep(bus, stop), name="correlator-sweep")
+        try:
+            await super().run(bus, stop)
+        finally:
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
+
+    async def _on_start(self, body: bytes, context: Context) -> Sequence[Event]:
+        outcome = await self.correlator(context.bus).start(
+            body, _message_key(context.delivery), utcnow()
+        )
+        await context.bus.publish(outcome.event)  # before the reply: a follower sees it at once
+        await context.bus.reply(context.delivery, outcome.reply)
+        if isinstance(outcome.event, RunRequested):
+            context.log.info("run.accepted", run_id=outcome.event.run_id)
+        else:
+            reason = outcome.reply.error
+            context.log.info("run.rejected", run_id=outcome.event.run_id, reason=reason)
+        return ()
+
+    async def _on_event(self, event: Event, context: Context) -> Sequence[Event]:
+        return self._publishing(await self.correlator(context.bus).run_event(event))
+
+    async def _on_trigger(
+        self, event: TriggerFired | TriggerResolved, context: Context
+    ) -> Sequence[Event]:
+        return self._publishing(await self.correlator(context.bus).trigger(event, utcnow()))
+
+    def _publishing(self, events: list[Event]) -> list[Event]:
+        self._announced.mark(events, utcnow())
+        return events
+
+    async def _sweep(self, bus: Bus, stop: asyncio.Event) -> None:
+        settings = self.current_settings
+        keep = timedelta(seconds=2 * settings.announce_window_seconds)
+        while not stop.is_set():
+            now = utcnow()
+            try:
+                due = await self.correlator(bus).sweep(now)
+                for event in self._announced.owed(due, now, keep):
+                    await bus.publish(event)
+                    self._announced.mark([event], now)
+            except (BusError, CorrelatorError) as err:
+                log.warning("correlator.sweep_failed", error=repr(err))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), settings.sweep_interval_seconds)
+
+
+SERVICE = CorrelatorService()

@@ -1,1 +1,51 @@
-"""The SREForge deployer service (placeholder until its issue fills it in)."""
+"""The SREForge deployer service. Stacks, fault arming, CI gate, auto-merge, redeploy and cleanup.
+
+Today it holds the local topology: `LocalStack` runs one run's stack as child
+processes on leased loopback ports, with its own Prometheus, Alertmanager and git
+workspace; `teardown_run` / `list_stacks` reach stacks other processes started.
+"""
+
+from sreforge_deployer._adapter import SERVICE
+from sreforge_deployer._errors import (
+    BinaryMissingError,
+    ComponentStartError,
+    DeployerError,
+    LoadControlError,
+    PortUnavailableError,
+    StackSpecError,
+    TeardownIncompleteError,
+    WorkspaceError,
+)
+from sreforge_deployer._history import Author
+from sreforge_deployer._ports import PortAllocator, PortLease
+from sreforge_deployer._render import render_observability, scale_duration
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._stack import LocalStack, StackEndpoints, TeardownReport
+from sreforge_deployer._state import StackRecord
+from sreforge_deployer._teardown import list_stacks, teardown_run
+from sreforge_deployer._workspace import Workspace
+
+__all__ = [
+    "SERVICE",
+    "Author",
+    "BinaryMissingError",
+    "ComponentStartError",
+    "DeployerError",
+    "DeployerSettings",
+    "LoadControlError",
+    "LocalStack",
+    "PortAllocator",
+    "PortLease",
+    "PortUnavailableError",
+    "StackEndpoints",
+    "StackRecord",
+    "StackSpecError",
+    "TeardownIncompleteError",
+    "TeardownReport",
+    "Workspace",
+    "WorkspaceError",
+    "list_stacks",
+    "render_observability",
+    "scale_duration",
+    "teardown_run",
+]

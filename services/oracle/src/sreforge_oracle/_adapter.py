@@ -1,14 +1,256 @@
-"""The bus wiring of the oracle service: which consumers feed which handlers."""
+"""The oracle on the bus: fail-closed verdicts, the hand-off snapshot, and grading after Deployed.
+
+Each run gets exactly one outcome (Scored, or RunFailed{stage=oracle} when no honest
+verdict exists), claimed in KV before it is published. Grading survives a restart:
+samples are saved as they are taken and a redelivered Deployed resumes from them,
+the stretch the oracle missed being read back from Prometheus's history.
+"""
 
 from __future__ import annotations
 
-from sreforge_bus import ConsumerSpec, Route, Service, log_only
-from sreforge_contracts import parse_event
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
 
-__all__ = ["SERVICE"]
-
-# Placeholder routes: each logs what arrives until the service's logic lands.
-SERVICE = Service(
-    name="oracle",
-    routes=(Route(ConsumerSpec("oracle", ("sreforge.run.*.Deployed",)), log_only, parse_event),),
+import structlog
+from sreforge_bus import Bus, ConsumerSpec, Context, Route, Service
+from sreforge_contracts import (
+    BriefReady,
+    CiResult,
+    ContractError,
+    Deployed,
+    Event,
+    RunFailed,
+    RunState,
+    Scored,
+    Submitted,
+    parse_event,
 )
+
+from sreforge_oracle._errors import GradingInterrupted, OracleError
+from sreforge_oracle._journal import RunJournal
+from sreforge_oracle._model import DeliveryOutcome
+from sreforge_oracle._probe import PrometheusProbe
+from sreforge_oracle._run_config import fail_closed_scored, find_manifest, oracle_failed, scored
+from sreforge_oracle._session import GradingSession
+from sreforge_oracle._settings import OracleSettings
+
+__all__ = [
+    "BRIEF_CONSUMER",
+    "CI_CONSUMER",
+    "DEPLOYED_CONSUMER",
+    "SERVICE",
+    "SUBMITTED_CONSUMER",
+    "Oracle",
+    "OracleService",
+    "oracle_service",
+]
+
+E = TypeVar("E", bound=Event)
+Log = structlog.stdlib.BoundLogger
+
+SUBMITTED_CONSUMER = ConsumerSpec("oracle-submitted", ("sreforge.run.*.Submitted",))
+CI_CONSUMER = ConsumerSpec("oracle-ci", ("sreforge.run.*.CiResult",))
+BRIEF_CONSUMER = ConsumerSpec("oracle-brief", ("sreforge.run.*.BriefReady",))
+DEPLOYED_CONSUMER = ConsumerSpec(
+    "oracle-deployed", ("sreforge.run.*.Deployed",), max_deliver=10, ack_wait=10
+)
+"""Grading holds its Deployed for minutes (kept alive while running); after a crash it
+comes back within `ack_wait`, and a stop hands it back at once. Every hand-back counts
+as a delivery, hence the larger budget."""
+
+
+class Oracle:
+    """The oracle's handlers; settings are read from the environment on first use."""
+
+    def __init__(self, settings: OracleSettings | None = None) -> None:
+        self._settings = settings
+        self._halt = asyncio.Event()
+
+    @property
+    def settings(self) -> OracleSettings:
+        """The settings in force (`SREFORGE_ORACLE_*`)."""
+        if self._settings is None:
+            self._settings = OracleSettings()
+        return self._settings
+
+    def open(self) -> asyncio.Event:
+        """A fresh halt signal for one serving of the service; set it to stop grading."""
+        self._halt = asyncio.Event()
+        return self._halt
+
+    async def on_submitted(self, event: Submitted, context: Context) -> Sequence[Event]:
+        """No submission → failed (`no_submission`); a submission waits for CI."""
+        if not event.submission.submitted:
+            why = event.submission.stop_reason or ""
+            outcome = DeliveryOutcome(submitted=False, ci_green=False, redeployed=False, reason=why)
+            await self._settle(event.run_id, outcome, context)
+        return ()
+
+    async def on_ci_result(self, event: CiResult, context: Context) -> Sequence[Event]:
+        """CI red → rejected, score 0; green waits for Deployed."""
+        if not event.green:
+            outcome = DeliveryOutcome(submitted=True, ci_green=False, redeployed=False)
+            await self._settle(event.run_id, outcome, context)
+        return ()
+
+    async def on_brief(self, event: BriefReady, context: Context) -> Sequence[Event]:
+        """Snapshot the alerts firing at hand-off from the run's Prometheus (once per run).
+
+        One attempt: a snapshot taken later would wrongly excuse alerts the agent
+        caused, so a failed one is skipped (the correlator's hand-off list remains).
+        """
+        state = await _readable_run_state(context, event.run_id)
+        url = self._prometheus_url(state)
+        if url is None:
+            context.log.warning("oracle.handoff_skipped", run_id=event.run_id, reason="no stack")
+            return ()
+        async with PrometheusProbe(url, alert_name="-", sli_promql="vector(0)") as probe:
+            try:
+                alerts = await probe.alerts()
+            except OracleError as error:
+                context.log.warning("oracle.handoff_skipped", run_id=event.run_id, error=str(error))
+                return ()
+        firing = [alert for alert in alerts if alert.state == "firing"]
+        await RunJournal(context.bus.runs, event.run_id).save_handoff(firing)
+        return ()
+
+    async def on_deployed(self, event: Deployed, context: Context) -> Sequence[Event]:
+        """Grade the deployed fix (or fail closed on a failed redeploy) and publish one outcome."""
+        journal = RunJournal(context.bus.runs, event.run_id)
+        existing = await journal.outcome()
+        if existing is not None:
+            await _publish_once(journal, existing.event, context.bus)
+            return ()
+        result: Scored | RunFailed
+        if not event.redeployed:
+            outcome = DeliveryOutcome(
+                submitted=True, ci_green=True, redeployed=False, reason=event.error or ""
+            )
+            weights = await self._weights_for(event.run_id, context)
+            result = fail_closed_scored(event.run_id, outcome, weights)
+        else:
+            result = await self._grade(event, journal, context.bus, context.log)
+        await _publish_once(journal, result, context.bus)
+        return ()
+
+    async def _settle(self, run_id: str, outcome: DeliveryOutcome, context: Context) -> None:
+        weights = await self._weights_for(run_id, context)
+        journal = RunJournal(context.bus.runs, run_id)
+        await _publish_once(journal, fail_closed_scored(run_id, outcome, weights), context.bus)
+
+    async def _weights_for(self, run_id: str, context: Context) -> dict[str, float] | None:
+        """The manifest's weights for the record's detail; defaults if the run is unknown."""
+        state = await _readable_run_state(context, run_id)
+        if state is None:
+            return None
+        try:
+            manifest = find_manifest(self.settings.use_cases_dir, state.scenario_id)
+            return dict(manifest.verify.weights)
+        except (OracleError, ContractError) as error:
+            context.log.warning("oracle.default_weights", run_id=run_id, reason=str(error))
+            return None
+
+    def _prometheus_url(self, state: RunState | None) -> str | None:
+        if state is None or state.stack is None:
+            return None
+        return state.stack.operator_endpoints.get(self.settings.prometheus_endpoint)
+
+    async def _grade(
+        self, event: Deployed, journal: RunJournal, bus: Bus, log: Log
+    ) -> Scored | RunFailed:
+        run_id = event.run_id
+        try:
+            state = await _run_state(bus, run_id)
+        except ValueError as error:
+            return oracle_failed(run_id, f"the run state of {run_id} in KV is unreadable: {error}")
+        if state is None:
+            return oracle_failed(run_id, f"no run state for {run_id} in KV: no stack to grade")
+        url = self._prometheus_url(state)
+        if url is None:
+            key = self.settings.prometheus_endpoint
+            return oracle_failed(run_id, f"the run's stack reports no {key!r} operator endpoint")
+        try:
+            session = GradingSession(self.settings, journal, self._halt, log)
+            return scored(run_id, await session.grade(url, state, event.occurred_at))
+        except GradingInterrupted:
+            raise
+        except (OracleError, ContractError, ValueError) as error:
+            log.error("oracle.grading_failed", run_id=run_id, error=str(error))
+            return oracle_failed(run_id, f"grading against {url} failed: {error}")
+
+
+async def _run_state(bus: Bus, run_id: str) -> RunState | None:
+    entry = await bus.runs.get(run_id)
+    return None if entry is None else RunState.model_validate_json(entry.value)
+
+
+async def _readable_run_state(context: Context, run_id: str) -> RunState | None:
+    """The run state, or `None` (logged) when it is missing or unreadable."""
+    try:
+        return await _run_state(context.bus, run_id)
+    except ValueError as error:
+        context.log.warning("oracle.run_state_unreadable", run_id=run_id, error=str(error))
+        return None
+
+
+async def _publish_once(journal: RunJournal, event: Scored | RunFailed, bus: Bus) -> None:
+    """Claim `event` as the run's outcome (or adopt the one claimed) and publish it once."""
+    outcome = await journal.claim_outcome(event)
+    if outcome.published:
+        return
+    await bus.publish(outcome.event)
+    await journal.mark_published(outcome)
+
+
+def _parser(kind: type[E]) -> Callable[[bytes], E]:
+    def parse(data: bytes) -> E:
+        event = parse_event(data)
+        if not isinstance(event, kind):
+            raise ContractError(f"expected a {kind.__name__} event, got {event.type}")
+        return event
+
+    return parse
+
+
+@dataclass(frozen=True)
+class OracleService(Service):
+    """The oracle's routes; stopping it interrupts grading so the input can resume elsewhere."""
+
+    oracle: Oracle = field(default_factory=Oracle)
+
+    async def run(self, bus: Bus, stop: asyncio.Event) -> None:
+        """Serve until `stop`; then halt in-flight gradings (saved, handed back) and return."""
+        halt = self.oracle.open()
+
+        async def relay() -> None:
+            await stop.wait()
+            halt.set()
+
+        relay_task = asyncio.create_task(relay())
+        try:
+            await super().run(bus, stop)
+        finally:
+            relay_task.cancel()
+
+
+def oracle_service(
+    settings: OracleSettings | None = None, *, deployed: ConsumerSpec = DEPLOYED_CONSUMER
+) -> OracleService:
+    """The oracle service; `deployed` lets tests shorten the crash-redelivery `ack_wait`."""
+    oracle = Oracle(settings)
+    return OracleService(
+        name="oracle",
+        oracle=oracle,
+        routes=(
+            Route(SUBMITTED_CONSUMER, oracle.on_submitted, _parser(Submitted)),
+            Route(CI_CONSUMER, oracle.on_ci_result, _parser(CiResult)),
+            Route(BRIEF_CONSUMER, oracle.on_brief, _parser(BriefReady)),
+            Route(deployed, oracle.on_deployed, _parser(Deployed)),
+        ),
+    )
+
+
+SERVICE = oracle_service()
+"""The oracle as the engine runs it (`await SERVICE.run(bus, stop_event)`)."""

@@ -2,12 +2,13 @@
 
 OracleError
 ├── ProbeError      Prometheus (or the load generator) could not be read
-└── GradingError    grading could not observe the window (the probe kept failing)
+├── GradingError    grading could not observe the window (the probe kept failing)
+└── GradingInterrupted  the service is stopping mid-grading; the run resumes on redelivery
 """
 
 from __future__ import annotations
 
-__all__ = ["GradingError", "OracleError", "ProbeError"]
+__all__ = ["GradingError", "GradingInterrupted", "OracleError", "ProbeError"]
 
 
 class OracleError(Exception):
@@ -24,3 +25,7 @@ class ProbeError(OracleError):
 
 class GradingError(OracleError):
     """The grading window could not be observed, so no honest verdict exists (→ `error`)."""
+
+
+class GradingInterrupted(OracleError):
+    """The oracle is stopping mid-grading: samples are saved, the input goes back for a resume."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 import structlog
@@ -20,7 +20,7 @@ from sreforge_oracle._model import (
     ObservedAlert,
 )
 
-__all__ = ["SampleSource", "probe_interval_for", "run_grading"]
+__all__ = ["GapFiller", "SampleSource", "probe_interval_for", "run_grading"]
 
 _log = structlog.get_logger("sreforge.oracle")
 
@@ -31,6 +31,10 @@ class SampleSource(Protocol):
     async def sample(self, *, at: datetime, offset_seconds: float) -> GradingSample:
         """Probe now; `offset_seconds` counts from `Deployed`."""
         ...
+
+
+GapFiller = Callable[[datetime, datetime], Awaitable[Sequence[GradingSample]]]
+"""Samples for a stretch (start, end) the loop did not observe live, e.g. from history."""
 
 
 def probe_interval_for(time_scale: float, eval_interval_seconds: float) -> float:
@@ -54,15 +58,19 @@ async def run_grading(
     prior_samples: Sequence[GradingSample] = (),
     on_sample: Callable[[GradingSample], Awaitable[None]] | None = None,
     give_up_after_seconds: float | None = None,
+    fill_gap: GapFiller | None = None,
 ) -> MitigationGrade:
     """Grade a run: fail closed without probing, else sample until grading is complete.
 
     `started_at` is the `Deployed` time; `prior_samples` resumes a grading
     interrupted by a restart (a hole in the samples fails closed, see the
-    README). `on_sample` sees every new sample (to persist it or show
-    progress). A probe failure leaves a hole in the samples; failures lasting
-    longer than `give_up_after_seconds` (default 10 x the sample gap limit)
-    raise `GradingError`: grading could not observe the run.
+    README) unless `fill_gap` fills it: before a sample that follows the
+    previous one (or `started_at`) by more than the gap limit, the stretch in
+    between is asked of `fill_gap`. `on_sample` sees every new sample, filled
+    ones included (to persist it or show progress). A probe failure leaves a
+    hole in the samples; failures lasting longer than `give_up_after_seconds`
+    (default 10 x the sample gap limit) raise `GradingError`: grading could not
+    observe the run.
     """
     handoff = tuple(handoff_alerts)
     if not (outcome.submitted and outcome.ci_green and outcome.redeployed):
@@ -78,12 +86,38 @@ async def run_grading(
         except ProbeError as error:
             _give_up_if_blind(samples, offset, budget, error)
         else:
-            samples.append(sample)
-            if on_sample is not None:
-                await on_sample(sample)
+            filled = await _fill(fill_gap, config, started_at, samples, sample)
+            for new in (*filled, sample):
+                samples.append(new)
+                if on_sample is not None:
+                    await on_sample(new)
         elapsed = (now() - started_at).total_seconds()
         await sleep(max(0.0, offset + config.probe_interval_seconds - elapsed))
     return grade(config, outcome, handoff, samples)
+
+
+async def _fill(
+    fill_gap: GapFiller | None,
+    config: GradingConfig,
+    started_at: datetime,
+    samples: Sequence[GradingSample],
+    sample: GradingSample,
+) -> Sequence[GradingSample]:
+    """The samples `fill_gap` gives for the hole before `sample`; none if no hole or it fails."""
+    previous = samples[-1].offset_seconds if samples else 0.0
+    if fill_gap is None or sample.offset_seconds - previous <= config.sample_gap_limit:
+        return ()
+    step = timedelta(seconds=config.probe_interval_seconds)
+    start = samples[-1].at + step if samples else started_at
+    end = sample.at - step / 2
+    try:
+        filled = await fill_gap(start, end)
+    except ProbeError as error:
+        _log.warning("oracle.gap_not_filled", start=str(start), end=str(end), error=str(error))
+        return ()
+    _log.info("oracle.gap_filled", start=str(start), end=str(end), samples=len(filled))
+    floor = samples[-1].at if samples else None
+    return [s for s in filled if (floor is None or s.at > floor) and s.at < sample.at]
 
 
 def _give_up_if_blind(

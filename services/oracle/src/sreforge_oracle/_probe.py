@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from types import TracebackType
@@ -15,7 +16,7 @@ from sreforge_contracts import AlertState
 from sreforge_oracle._errors import ProbeError
 from sreforge_oracle._model import GradingSample, ObservedAlert
 
-__all__ = ["PrometheusProbe", "target_state"]
+__all__ = ["PrometheusProbe", "parse_duration", "target_state"]
 
 
 def target_state(alerts: Sequence[ObservedAlert], name: str) -> AlertState:
@@ -55,6 +56,21 @@ class PrometheusProbe:
         self._load_promql = (load_target_promql, load_achieved_promql)
         self._loadgen_url = loadgen_metrics_url
         self._client = httpx.AsyncClient(timeout=timeout_seconds)
+
+    @property
+    def alert_name(self) -> str:
+        """The target alert."""
+        return self._alert_name
+
+    @property
+    def sli_promql(self) -> str:
+        """The SLI query."""
+        return self._sli_promql
+
+    @property
+    def load_promql(self) -> tuple[str, str]:
+        """The (target, achieved) load queries on Prometheus."""
+        return self._load_promql
 
     async def __aenter__(self) -> Self:
         return self
@@ -107,6 +123,49 @@ class PrometheusProbe:
         data = await self._get_data(f"{self._base}/api/v1/query", {"query": promql}, endpoint)
         return _instant_value(data, endpoint)
 
+    async def query_range(
+        self, promql: str, *, start_ms: int, end_ms: int, step_ms: int
+    ) -> list[tuple[dict[str, str], dict[int, float | None]]]:
+        """A range query (Unix milliseconds): each series' labels and its values by timestamp."""
+        url = f"{self._base}/api/v1/query_range"
+        endpoint = f"{url}?query={promql}"
+        params = {
+            "query": promql,
+            "start": f"{start_ms / 1000:.3f}",
+            "end": f"{end_ms / 1000:.3f}",
+            "step": f"{step_ms / 1000:.3f}",
+        }
+        return _matrix(await self._get_data(url, params, endpoint), endpoint)
+
+    async def rule_interval(self, alert: str) -> float:
+        """The evaluation interval (seconds) of the rule group that holds the alerting rule."""
+        endpoint = f"{self._base}/api/v1/rules"
+        data = await self._get_data(endpoint, {"type": "alert"})
+        groups = data.get("groups") if isinstance(data, dict) else None
+        if not isinstance(groups, list):
+            raise ProbeError("expected data.groups to be a list", endpoint=endpoint)
+        for group in groups:
+            rules = group.get("rules") if isinstance(group, dict) else None
+            names = {r.get("name") for r in rules if isinstance(r, dict)} if rules else set()
+            interval = group.get("interval") if isinstance(group, dict) else None
+            if alert in names and isinstance(interval, int | float) and interval > 0:
+                return float(interval)
+        raise ProbeError(f"no alerting rule named {alert!r} is loaded", endpoint=endpoint)
+
+    async def scrape_interval(self) -> float | None:
+        """The longest scrape interval (seconds) of the active targets; `None` if none says."""
+        endpoint = f"{self._base}/api/v1/targets"
+        data = await self._get_data(endpoint, {"state": "active"})
+        targets = data.get("activeTargets") if isinstance(data, dict) else None
+        if not isinstance(targets, list):
+            raise ProbeError("expected data.activeTargets to be a list", endpoint=endpoint)
+        found = [
+            parse_duration(target["scrapeInterval"])
+            for target in targets
+            if isinstance(target, dict) and isinstance(target.get("scrapeInterval"), str)
+        ]
+        return max(found) if found else None
+
     async def load(self) -> tuple[float | None, float | None]:
         """The load generator's (target, achieved) rates in requests per second."""
         if self._loadgen_url is not None:
@@ -146,6 +205,41 @@ class PrometheusProbe:
                 endpoint=endpoint,
             )
         return body.get("data")
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|y|w|d|h|m|s)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def parse_duration(text: str) -> float:
+    """A Prometheus duration (`100ms`, `5s`, `1m30s`) in seconds."""
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        raise ValueError(f"not a Prometheus duration: {text!r}")
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+
+
+def _matrix(data: Any, endpoint: str) -> list[tuple[dict[str, str], dict[int, float | None]]]:
+    result = data.get("result") if isinstance(data, dict) else None
+    if (
+        not isinstance(data, dict)
+        or data.get("resultType") != "matrix"
+        or not isinstance(result, list)
+    ):
+        raise ProbeError(f"expected a matrix result, got {data!r:.200}", endpoint=endpoint)
+    series = []
+    for item in result:
+        metric = item.get("metric") if isinstance(item, dict) else None
+        values = item.get("values") if isinstance(item, dict) else None
+        if not isinstance(metric, dict) or not isinstance(values, list):
+            raise ProbeError(f"malformed matrix series: {item!r:.200}", endpoint=endpoint)
+        points: dict[int, float | None] = {}
+        for point in values:
+            if not isinstance(point, list) or len(point) != 2:
+                raise ProbeError(f"malformed matrix point: {point!r:.200}", endpoint=endpoint)
+            points[round(float(point[0]) * 1000)] = _finite(point[1], endpoint)
+        series.append(({str(k): str(v) for k, v in metric.items()}, points))
+    return series
 
 
 def _alert(item: Any, endpoint: str) -> ObservedAlert:

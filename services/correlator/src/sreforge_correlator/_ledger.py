@@ -1,0 +1,103 @@
+"""The correlator's only I/O: run state, routes and start plans in KV `sreforge-runs`.
+
+Keys: `<run_id>` → RunState JSON (the correlator alone writes it, by compare-and-swap),
+`route.<alert_route>` → run id, `start.<message>` → the StartPlan of one `run.start`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+from sreforge_bus import CasConflict, RunStore
+from sreforge_contracts import RUN_ID_PATTERN, RunState
+
+from sreforge_correlator._errors import RunStateError
+from sreforge_correlator._start import StartPlan
+
+__all__ = ["Change", "RunLedger"]
+
+_RUN_KEY = re.compile(RUN_ID_PATTERN)
+_CAS_ATTEMPTS = 50
+
+
+@dataclass(frozen=True)
+class Change:
+    """A run's state before and after one transition (the same object when nothing changed)."""
+
+    before: RunState
+    after: RunState
+
+    @property
+    def changed(self) -> bool:
+        """True when the transition wrote a new state."""
+        return self.after is not self.before
+
+
+class RunLedger:
+    """Run state over a `RunStore`, every write a create-as-claim or a compare-and-swap."""
+
+    def __init__(self, store: RunStore) -> None:
+        self._store = store
+
+    async def plan(self, message: str, fresh: StartPlan) -> StartPlan:
+        """The plan of one `run.start`: `fresh` on its first delivery, else the kept one."""
+        key = f"start.{message}"
+        if await self._store.claim(key, fresh.model_dump_json().encode()):
+            return fresh
+        entry = await self._store.get(key)
+        if entry is None:
+            raise RunStateError(f"start plan {key!r} vanished right after it was claimed")
+        return StartPlan.model_validate_json(entry.value)
+
+    async def create(self, state: RunState) -> bool:
+        """Create the run's state; False when the run id is already taken."""
+        return await self._store.claim(state.run_id, state.model_dump_json().encode())
+
+    async def load(self, run_id: str) -> RunState | None:
+        """The run's current state, or None when there is no such run."""
+        entry = await self._store.get(run_id)
+        return None if entry is None else _parse(run_id, entry.value)
+
+    async def change(self, run_id: str, step: Callable[[RunState], RunState]) -> Change | None:
+        """Apply `step` to the run's state by compare-and-swap, retrying on conflict.
+
+        None when the run does not exist. `step` must be pure: it is re-run on
+        the fresh state after every conflict.
+        """
+        for _ in range(_CAS_ATTEMPTS):
+            entry = await self._store.get(run_id)
+            if entry is None:
+                return None
+            before = _parse(run_id, entry.value)
+            after = step(before)
+            if after is before or after == before:
+                return Change(before, before)
+            try:
+                await self._store.update(run_id, after.model_dump_json().encode(), entry.revision)
+            except CasConflict:
+                continue
+            return Change(before, after)
+        raise RunStateError(f"run {run_id}: state kept changing; {_CAS_ATTEMPTS} CAS attempts lost")
+
+    async def index_route(self, route: str, run_id: str) -> None:
+        """Remember which run owns `route`."""
+        await self._store.put(f"route.{route}", run_id.encode())
+
+    async def run_of_route(self, route: str) -> str | None:
+        """The run that owns `route`, or None."""
+        entry = await self._store.get(f"route.{route}")
+        return None if entry is None else entry.value.decode()
+
+    async def run_ids(self) -> list[str]:
+        """Every run id with state (other keys in the bucket are skipped)."""
+        return [key for key in await self._store.keys() if _RUN_KEY.fullmatch(key)]
+
+
+def _parse(run_id: str, value: bytes) -> RunState:
+    try:
+        return RunState.model_validate_json(value)
+    except ValidationError as error:
+        raise RunStateError(f"run {run_id}: stored state is not a RunState: {error}") from None

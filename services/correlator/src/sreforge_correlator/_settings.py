@@ -1,0 +1,54 @@
+"""The correlator's settings, read from `SREFORGE_CORRELATOR_*` environment variables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+__all__ = ["BUILTIN_AGENTS", "CorrelatorSettings", "default_use_cases"]
+
+BUILTIN_AGENTS = ("noop", "reference", "scripted")
+"""Agent profiles every engine knows (the first reins of the runner)."""
+
+
+def default_use_cases() -> Path:
+    """`SREFORGE_USE_CASES` (as the CLI reads it), else the `use-cases/` of this checkout."""
+    configured = os.environ.get("SREFORGE_USE_CASES")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[4] / "use-cases"
+
+
+class CorrelatorSettings(BaseSettings):
+    """Where scenarios live, which agents are known, and the correlator's clocks."""
+
+    model_config = SettingsConfigDict(env_prefix="SREFORGE_CORRELATOR_", extra="ignore")
+
+    use_cases: Path = Field(default_factory=default_use_cases)
+    """The root holding `<use-case>/scenarios/<id>/scenario.toml`."""
+    agents: Annotated[tuple[str, ...], NoDecode] = ()
+    """Agent profiles known besides the built-in ones (comma-separated in the env)."""
+    agent_budget_seconds: float = Field(default=1800.0, gt=0)
+    """The agent's wall-clock budget, recorded as the run's agent deadline (never scaled)."""
+    correlation_window_seconds: float = Field(default=60.0, gt=0)
+    """Signals firing this close to the trigger are attached to it (at time_scale 1)."""
+    sweep_interval_seconds: float = Field(default=0.5, gt=0)
+    """How often run deadlines are checked."""
+    announce_window_seconds: float = Field(default=60.0, gt=0)
+    """How long after a transition the sweep re-publishes its event (crash recovery)."""
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @property
+    def known_agents(self) -> frozenset[str]:
+        """Built-in profiles plus the configured ones."""
+        return frozenset((*BUILTIN_AGENTS, *self.agents))

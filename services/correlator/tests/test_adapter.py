@@ -1,0 +1,255 @@
+"""The correlator on a real bus: run.start request/reply, triggers joined by route, deadlines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from sreforge_bus import HEADER_MSG_ID, Bus, bootstrap
+from sreforge_bus.testing import consumer_settled, poll, read_stream
+from sreforge_contracts import (
+    RunFailed,
+    RunRejected,
+    RunRequested,
+    RunStart,
+    RunStartReply,
+    RunState,
+    RunTriggered,
+    TriggerFired,
+    parse_event,
+    utcnow,
+)
+from sreforge_correlator import CorrelatorService, CorrelatorSettings, RunClock, RunLedger, fold
+from sreforge_correlator._settings import default_use_cases
+
+from .conftest import EXPECTED, RUN_ID, alert, fault_armed, requested, stack_ready
+
+pytestmark = pytest.mark.integration
+
+SCENARIO = "latency-cache-stampede"
+DURABLES = ("correlator-commands", "correlator-events", "correlator-triggers")
+
+
+@pytest.fixture
+async def correlator(bus: Bus) -> AsyncIterator[CorrelatorService]:
+    """The correlator service serving `bus`, sweeping every 50 ms."""
+    settings = CorrelatorSettings(use_cases=default_use_cases(), sweep_interval_seconds=0.05)
+    service = CorrelatorService(settings=settings)
+    await bootstrap(bus, [route.consumer for route in service.routes])
+    stop = asyncio.Event()
+    task = asyncio.create_task(service.run(bus, stop))
+    try:
+        yield service
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+
+
+async def _start(bus: Bus, **fields: object) -> RunStartReply:
+    body = {"scenario": SCENARIO, "agent": "reference", "time_scale": 0.1, **fields}
+    answer = await bus.command("sreforge.run.start", json.dumps(body).encode(), timeout=10)
+    return RunStartReply.model_validate_json(answer)
+
+
+async def _state(bus: Bus, run_id: str) -> RunState:
+    state = await RunLedger(bus.runs).load(run_id)
+    assert state is not None, f"no state for run {run_id}"
+    return state
+
+
+async def _settled(bus: Bus) -> None:
+    async def all_settled() -> bool:
+        return all([await consumer_settled(bus, durable) for durable in DURABLES])
+
+    await poll(all_settled, "the correlator's consumers to settle")
+
+
+async def test_run_start_replies_with_the_run_id_and_announces_the_run(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """Accepted: the reply has the run id; RunRequested (with its route) is on the bus and in KV."""
+    reply = await _start(bus)
+    assert reply.accepted, reply.error
+    assert reply.run_id is not None
+    [message] = await read_stream(bus, f"sreforge.run.{reply.run_id}.RunRequested", 1)
+    event = parse_event(message.data)
+    assert isinstance(event, RunRequested)
+    assert (event.scenario, event.agent, event.time_scale) == (SCENARIO, "reference", 0.1)
+    state = await _state(bus, reply.run_id)
+    assert state.alert_route == event.alert_route
+    assert state.expected_alert == EXPECTED
+    assert await RunLedger(bus.runs).run_of_route(event.alert_route) == reply.run_id
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"scenario": "Not A Scenario"}, "scenario:"),
+        ({"scenario": "no-such-scenario"}, "scenario: no scenario 'no-such-scenario'"),
+        ({"agent": "mystery-agent"}, "agent: unknown agent profile 'mystery-agent'"),
+    ],
+)
+async def test_an_invalid_run_start_is_refused_with_a_reason_and_recorded(
+    bus: Bus, correlator: CorrelatorService, fields: dict[str, object], expected: str
+) -> None:
+    """Refused: the reply names the field, and RunRejected (a minted run id) is on the bus."""
+    reply = await _start(bus, **fields)
+    assert not reply.accepted
+    assert reply.error is not None
+    assert expected in reply.error
+    assert reply.run_id is not None
+    [message] = await read_stream(bus, f"sreforge.run.{reply.run_id}.RunRejected", 1)
+    event = parse_event(message.data)
+    assert isinstance(event, RunRejected)
+    assert event.reason == reply.error
+    assert await RunLedger(bus.runs).load(reply.run_id) is None
+
+
+async def test_a_client_run_id_already_taken_is_refused(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """The second run.start with the same run_id is refused and the first run is untouched."""
+    first = await _start(bus, run_id="chosen-run-1")
+    assert first.accepted
+    second = await _start(bus, run_id="chosen-run-1", agent="noop")
+    assert not second.accepted
+    assert second.error is not None
+    assert "run_id: run 'chosen-run-1' already exists" in second.error
+    assert second.run_id != "chosen-run-1"
+    assert (await _state(bus, "chosen-run-1")).agent == "reference"
+
+
+async def test_a_plain_core_publish_of_run_start_creates_the_run(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """Like `nats pub sreforge.run.start '{...}'`: no reply inbox, the run is still created."""
+    body = RunStart(scenario=SCENARIO, agent="noop", run_id="plain-pub-run")
+    await bus.nc.publish("sreforge.run.start", body.model_dump_json().encode())
+    [message] = await read_stream(bus, "sreforge.run.plain-pub-run.RunRequested", 1)
+    assert isinstance(parse_event(message.data), RunRequested)
+
+
+async def test_a_redelivered_run_start_creates_one_run(bus: Bus) -> None:
+    """The same stored command handled twice yields the same run, not a twin."""
+    service = CorrelatorService(settings=CorrelatorSettings(use_cases=default_use_cases()))
+    handlers = service.correlator(bus)
+    body = RunStart(scenario=SCENARIO, agent="noop").model_dump_json().encode()
+    first = await handlers.start(body, "7-abc", utcnow())
+    again = await handlers.start(body, "7-abc", utcnow())
+    assert first.reply.accepted
+    assert again == first
+    runs = await RunLedger(bus.runs).run_ids()
+    assert runs == [first.event.run_id]
+
+
+async def _run_with_route(bus: Bus, time_scale: float = 0.1) -> tuple[str, str]:
+    reply = await _start(bus, time_scale=time_scale)
+    assert reply.run_id is not None
+    return reply.run_id, (await _state(bus, reply.run_id)).alert_route
+
+
+async def test_the_expected_alert_on_the_route_triggers_the_armed_run_once(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """TriggerFired twice, the first before FaultArmed: one RunTriggered, co-firing attached."""
+    run_id, route = await _run_with_route(bus)
+    now = utcnow()
+    fired = TriggerFired(
+        trigger=alert(route=route).model_copy(update={"fired_at": now}), producer="t"
+    )
+    other = alert("BookshelfUpstreamSlow", route=route).model_copy(update={"fired_at": now})
+    await bus.publish(TriggerFired(trigger=other, producer="t"))
+    await bus.publish(fired)
+    await bus.publish(stack_ready(run_id))
+    await bus.publish(fault_armed(run_id).model_copy(update={"armed_at": now}))
+    await bus.publish_raw(fired.subject, fired.model_dump_json().encode(), {HEADER_MSG_ID: "dup-1"})
+    [message] = await read_stream(bus, f"sreforge.run.{run_id}.RunTriggered", 1)
+    await _settled(bus)
+    triggered = parse_event(message.data)
+    assert isinstance(triggered, RunTriggered)
+    assert triggered.alert_fired_at == now
+    assert [s.alert_name for s in triggered.trigger.signals] == [EXPECTED, "BookshelfUpstreamSlow"]
+    state = await _state(bus, run_id)
+    assert state.phase == "triggered"
+    assert [change.phase for change in state.history].count("triggered") == 1
+    info = await bus.js.stream_info(
+        "SREFORGE", subjects_filter=f"sreforge.run.{run_id}.RunTriggered"
+    )
+    assert info.state.subjects == {f"sreforge.run.{run_id}.RunTriggered": 1}
+
+
+async def test_a_trigger_on_an_unknown_route_is_ignored(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """A signal nobody owns is consumed without error and touches no run."""
+    run_id, _ = await _run_with_route(bus)
+    await bus.publish(TriggerFired(trigger=alert(route="f" * 32), producer="t"))
+    await bus.publish(TriggerFired(trigger=alert(route=None), producer="t"))
+    await _settled(bus)
+    assert (await _state(bus, run_id)).phase == "requested"
+
+
+async def test_confirm_fire_deadline_aborts_an_armed_run(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """Armed, no alert within the scaled timeout: RunFailed{confirm-fire, aborted}; state failed."""
+    run_id, _ = await _run_with_route(bus, time_scale=0.001)  # 240 s → 0.24 s
+    await bus.publish(fault_armed(run_id).model_copy(update={"armed_at": utcnow()}))
+    [message] = await read_stream(bus, f"sreforge.run.{run_id}.RunFailed", 1)
+    failed = parse_event(message.data)
+    assert isinstance(failed, RunFailed)
+    assert (failed.stage, failed.verdict) == ("confirm-fire", "aborted")
+    assert EXPECTED in failed.reason
+    state = await _state(bus, run_id)
+    assert state.confirm_fire_deadline is not None
+    assert state.armed_at is not None
+    assert state.confirm_fire_deadline - state.armed_at == timedelta(seconds=0.24)
+
+    async def failed_state() -> bool:
+        return (await _state(bus, run_id)).phase == "failed"
+
+    await poll(failed_state, "the run to be failed in KV")
+
+
+async def test_concurrent_transitions_of_one_run_all_land(bus: Bus) -> None:
+    """Compare-and-swap with retry: racing writers lose no fact of the run."""
+    ledger = RunLedger(bus.runs)
+    assert await ledger.create(requested())
+    clock = RunClock(confirm_fire_seconds=24, agent_budget_seconds=60, correlation_window_seconds=6)
+    steps = [stack_ready(), fault_armed()] * 5
+    await asyncio.gather(*(ledger.change(RUN_ID, lambda s, e=e: fold(s, e, clock)) for e in steps))
+    state = await _state(bus, RUN_ID)
+    assert state.phase == "armed"
+    assert state.stack is not None
+    assert state.armed_at is not None
+    phases = [change.phase for change in state.history]
+    # StackReady folded after FaultArmed adds its facts but no step back in the history.
+    assert phases in (["requested", "stack_ready", "armed"], ["requested", "armed"])
+
+
+async def test_a_transition_left_unannounced_by_a_crash_is_announced_by_the_sweep(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """State says triggered but no RunTriggered was published: the sweep publishes it."""
+    now = utcnow()
+    trigger = alert().model_copy(update={"fired_at": now})
+    state = requested().advance("triggered", now, trigger=trigger, alert_fired_at=now)
+    assert await RunLedger(bus.runs).create(state)
+    [message] = await read_stream(bus, f"sreforge.run.{RUN_ID}.RunTriggered", 1)
+    event = parse_event(message.data)
+    assert isinstance(event, RunTriggered)
+    assert event.alert_fired_at == now
+
+
+async def test_a_body_that_is_not_json_still_gets_an_answer(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """No dead letter and no silent timeout: the sender learns the body is malformed."""
+    answer = await bus.command("sreforge.run.start", b"scenario=foo", timeout=10)
+    reply = RunStartReply.model_validate_json(answer)
+    assert not reply.accepted
+    assert reply.error is not None
+    assert "malformed JSON" in reply.error

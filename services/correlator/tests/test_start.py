@@ -1,0 +1,127 @@
+"""Deciding `run.start`, pure: what is accepted, and rejections that name the field."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from sreforge_contracts import RUN_ID_PATTERN, RunRejected
+from sreforge_correlator import (
+    BUILTIN_AGENTS,
+    Accepted,
+    Rejected,
+    ScenarioCatalog,
+    StartPlan,
+    decide_start,
+    new_plan,
+)
+from sreforge_correlator._settings import default_use_cases
+
+from .conftest import T0
+
+AGENTS = frozenset(BUILTIN_AGENTS)
+PLAN = StartPlan(run_id="20261129-080000-mint01", alert_route="ab" * 16, at=T0)
+CATALOG = ScenarioCatalog(default_use_cases())
+
+
+def _decide(**body: object) -> Accepted | Rejected:
+    return decide_start(json.dumps(body).encode(), PLAN, CATALOG.manifest, AGENTS)
+
+
+def test_a_valid_start_is_accepted_with_the_minted_run_id_and_route() -> None:
+    """Accepted: state in phase requested, expected alert from the manifest, RunRequested."""
+    decision = _decide(scenario="latency-cache-stampede", agent="reference", time_scale=0.1)
+    assert isinstance(decision, Accepted)
+    state = decision.state
+    assert (state.run_id, state.alert_route, state.phase) == (
+        PLAN.run_id,
+        PLAN.alert_route,
+        "requested",
+    )
+    assert state.expected_alert == "BookshelfApiLatencyP99High"
+    assert decision.event.alert_route == PLAN.alert_route
+    assert decision.event.event_id == f"{PLAN.run_id}.RunRequested"
+    assert decision.reply.accepted
+    assert decision.reply.run_id == PLAN.run_id
+
+
+def test_a_client_run_id_is_kept() -> None:
+    """A run.start naming its run_id gets that id."""
+    decision = _decide(scenario="latency-cache-stampede", agent="noop", run_id="my-run-1")
+    assert isinstance(decision, Accepted)
+    assert decision.state.run_id == "my-run-1"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"scenario": "Bad_Id!", "agent": "noop"}, "scenario:"),
+        (
+            {"scenario": "no-such-scenario", "agent": "noop"},
+            "scenario: no scenario 'no-such-scenario'",
+        ),
+        (
+            {"scenario": "latency-cache-stampede", "agent": "gpt-99"},
+            "agent: unknown agent profile 'gpt-99'",
+        ),
+        ({"scenario": "latency-cache-stampede", "agent": "noop", "time_scale": 0}, "time_scale:"),
+        ({"scenario": "latency-cache-stampede", "agent": "noop", "time_scale": 1.5}, "time_scale:"),
+        ({"scenario": "latency-cache-stampede", "agent": "noop", "run_id": "A/B"}, "run_id:"),
+        (
+            {"scenario": "latency-cache-stampede", "agent": "noop", "color": "red"},
+            "color: unknown field",
+        ),
+        ({"agent": "noop"}, "scenario: required field missing"),
+    ],
+)
+def test_an_invalid_start_is_rejected_naming_the_field(body: dict[str, object], field: str) -> None:
+    """Each refusal says which field is wrong, under the minted run id (for its record)."""
+    decision = _decide(**body)
+    assert isinstance(decision, Rejected)
+    assert field in decision.reason
+    assert decision.reason.startswith("run.start: ")
+    assert isinstance(decision.event, RunRejected)
+    assert decision.event.run_id == PLAN.run_id
+    assert decision.reply.error == decision.reason
+    assert not decision.reply.accepted
+
+
+def test_a_malformed_body_still_gets_a_rejection() -> None:
+    """Not JSON at all: a rejection (so the sender gets an answer), not a silent dead letter."""
+    decision = decide_start(b"{not json", PLAN, CATALOG.manifest, AGENTS)
+    assert isinstance(decision, Rejected)
+    assert "malformed JSON" in decision.reason
+    assert decision.event.scenario is None
+
+
+def test_the_rejection_keeps_the_scenario_asked_for() -> None:
+    """The recorder can file the rejection under the scenario the sender named."""
+    decision = _decide(scenario="no-such-scenario", agent="noop")
+    assert isinstance(decision, Rejected)
+    assert decision.event.scenario == "no-such-scenario"
+
+
+def test_an_invalid_manifest_is_named_in_the_rejection(tmp_path: Path) -> None:
+    """A scenario folder whose manifest does not load is refused with the file's error."""
+    folder = tmp_path / "uc" / "scenarios" / "broken-one"
+    folder.mkdir(parents=True)
+    (folder / "scenario.toml").write_text('id = "broken-one"\n')
+    catalog = ScenarioCatalog(tmp_path)
+    body = json.dumps({"scenario": "broken-one", "agent": "noop"}).encode()
+    decision = decide_start(body, PLAN, catalog.manifest, AGENTS)
+    assert isinstance(decision, Rejected)
+    assert "scenario: 'broken-one' is not runnable" in decision.reason
+    assert "scenario.toml" in decision.reason
+
+
+def test_minted_routes_are_opaque_and_distinct() -> None:
+    """Routes are random hex: no words, no run id, different per run."""
+    plans = [new_plan(T0) for _ in range(20)]
+    routes = {plan.alert_route for plan in plans}
+    assert len(routes) == 20
+    for plan in plans:
+        assert all(c in "0123456789abcdef" for c in plan.alert_route)
+        assert plan.run_id not in plan.alert_route
+    assert all(re.fullmatch(RUN_ID_PATTERN, plan.run_id) for plan in plans)

@@ -1,0 +1,173 @@
+"""The run's own Prometheus and Alertmanager: launch specs and readiness checks."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+
+from sreforge_deployer._errors import ComponentStartError, DeployerError
+from sreforge_deployer._process import LaunchSpec, log_tail
+from sreforge_deployer._render import RenderedObservability, scale_duration
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
+
+__all__ = [
+    "alertmanager_launch",
+    "observability_launches",
+    "prometheus_launch",
+    "wait_scraped",
+    "wait_scraped_since",
+]
+
+# Prometheus's own timers at real scale; scaled with everything else.
+_LOOKBACK_DELTA = "5m"
+_RESEND_DELAY = "1m"
+
+
+def prometheus_launch(
+    binary: str,
+    rendered: RenderedObservability,
+    port: int,
+    obs_dir: Path,
+    log_dir: Path,
+    *,
+    env: dict[str, str],
+    time_scale: float,
+    timeout_seconds: float,
+) -> LaunchSpec:
+    """How to start the run's Prometheus on 127.0.0.1:`port`, data under `obs_dir`."""
+    return LaunchSpec(
+        name=PROMETHEUS,
+        argv=[
+            binary,
+            f"--config.file={rendered.prometheus_config}",
+            f"--storage.tsdb.path={obs_dir / 'data'}",
+            "--storage.tsdb.retention.time=1d",
+            f"--web.listen-address=127.0.0.1:{port}",
+            f"--query.lookback-delta={scale_duration(_LOOKBACK_DELTA, time_scale)}",
+            f"--rules.alert.resend-delay={scale_duration(_RESEND_DELAY, time_scale)}",
+        ],
+        cwd=obs_dir,
+        env=env,
+        log_path=log_dir / f"{PROMETHEUS}.log",
+        port=port,
+        health_url=f"http://127.0.0.1:{port}/-/ready",
+        startup_timeout_seconds=timeout_seconds,
+    )
+
+
+def alertmanager_launch(
+    binary: str,
+    rendered: RenderedObservability,
+    port: int,
+    obs_dir: Path,
+    log_dir: Path,
+    *,
+    env: dict[str, str],
+    timeout_seconds: float,
+) -> LaunchSpec:
+    """How to start the run's Alertmanager; clustering off so it binds only `port`."""
+    return LaunchSpec(
+        name=ALERTMANAGER,
+        argv=[
+            binary,
+            f"--config.file={rendered.alertmanager_config}",
+            f"--storage.path={obs_dir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            # Empty disables the gossip listener, which otherwise binds 0.0.0.0:9094
+            # and makes a second stack on this machine fail.
+            "--cluster.listen-address=",
+        ],
+        cwd=obs_dir,
+        env=env,
+        log_path=log_dir / f"{ALERTMANAGER}.log",
+        port=port,
+        health_url=f"http://127.0.0.1:{port}/-/ready",
+        startup_timeout_seconds=timeout_seconds,
+    )
+
+
+def observability_launches(
+    settings: DeployerSettings, rendered: RenderedObservability, wiring: Wiring, obs_dir: Path
+) -> list[LaunchSpec]:
+    """Alertmanager then Prometheus for one run, each with its data dir under `obs_dir`."""
+    am_dir, prom_dir = obs_dir / ALERTMANAGER, obs_dir / PROMETHEUS
+    am_dir.mkdir(exist_ok=True)
+    prom_dir.mkdir(exist_ok=True)
+    env = wiring.base_env()
+    timeout = settings.observability_timeout_seconds
+    return [
+        alertmanager_launch(
+            settings.alertmanager_bin,
+            rendered,
+            wiring.ports[ALERTMANAGER],
+            am_dir,
+            wiring.log_dir,
+            env=env,
+            timeout_seconds=timeout,
+        ),
+        prometheus_launch(
+            settings.prometheus_bin,
+            rendered,
+            wiring.ports[PROMETHEUS],
+            prom_dir,
+            wiring.log_dir,
+            env=env,
+            time_scale=wiring.time_scale,
+            timeout_seconds=timeout,
+        ),
+    ]
+
+
+def wait_scraped(prometheus_url: str, jobs: set[str], timeout_seconds: float, log: Path) -> None:
+    """Block until every job in `jobs` has been scraped successfully at least once."""
+    deadline = time.monotonic() + timeout_seconds
+    health: dict[str, str] = {}
+    with httpx.Client(timeout=2.0, trust_env=False) as client:
+        while time.monotonic() < deadline:
+            health = _target_health(client, prometheus_url)
+            if jobs <= {job for job, state in health.items() if state == "up"}:
+                return
+            time.sleep(0.2)
+    missing = sorted(f"{job}={health.get(job, 'absent')}" for job in jobs)
+    raise ComponentStartError(
+        PROMETHEUS,
+        f"targets not all scraped up within {timeout_seconds:g}s: {', '.join(missing)}",
+        log_path=log,
+        log_tail=log_tail(log),
+    )
+
+
+def _target_health(client: httpx.Client, prometheus_url: str) -> dict[str, str]:
+    try:
+        response = client.get(f"{prometheus_url}/api/v1/targets", params={"state": "active"})
+        targets = response.json()["data"]["activeTargets"]
+    except (httpx.HTTPError, ValueError, KeyError):
+        return {}
+    health: dict[str, str] = {}
+    for target in targets:
+        job = str(target.get("labels", {}).get("job", ""))
+        state = str(target.get("health", "unknown"))
+        # A job is up only if all of its targets are.
+        if health.get(job, "up") == "up":
+            health[job] = state
+    return health
+
+
+def wait_scraped_since(prometheus_url: str, job: str, when: float, timeout_seconds: float) -> None:
+    """Block until Prometheus holds a scrape of `job` taken at or after unix time `when`."""
+    deadline = time.monotonic() + timeout_seconds
+    query = f'timestamp(up{{job="{job}"}})'
+    with httpx.Client(timeout=2.0, trust_env=False) as client:
+        while time.monotonic() < deadline:
+            try:
+                result = client.get(f"{prometheus_url}/api/v1/query", params={"query": query})
+                samples = result.json()["data"]["result"]
+                if samples and min(float(s["value"][1]) for s in samples) >= when:
+                    return
+            except (httpx.HTTPError, ValueError, KeyError):
+                pass
+            time.sleep(0.1)
+    raise DeployerError(f"Prometheus has no scrape of job {job!r} after {when:.1f} in time")

@@ -1,0 +1,202 @@
+"""Render the stack's Prometheus/Alertmanager templates for one run, time-scaled.
+
+Templates are written at real scale with `string.Template` placeholders. Rendering
+substitutes the placeholders, then multiplies *every* duration by the run's
+`time_scale`: scrape/eval intervals and timeouts, rule `for:`/`keep_firing_for:`,
+range windows, subquery steps and `offset`s inside expressions, and Alertmanager's
+group/repeat/resolve timers. The scrape interval is then capped so each rate window
+still holds at least `MIN_SAMPLES_PER_WINDOW` samples.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sreforge_deployer._errors import StackSpecError
+
+__all__ = [
+    "MIN_SAMPLES_PER_WINDOW",
+    "RenderedObservability",
+    "format_duration",
+    "parse_duration",
+    "render_observability",
+    "scale_duration",
+]
+
+MIN_SAMPLES_PER_WINDOW = 6
+
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_UNITS_MS["y"] = 365 * _UNITS_MS["d"]
+_DURATION = re.compile(r"(\d+)(ms|[smhdwy])")
+_DURATION_TEXT = r"(?:\d+(?:ms|[smhdwy]))+"
+_RANGE = re.compile(rf"\[({_DURATION_TEXT})(?::({_DURATION_TEXT})?)?\]")
+_OFFSET = re.compile(rf"(\boffset\s+-?)({_DURATION_TEXT})")
+
+_PROM_GLOBAL_KEYS = ("scrape_interval", "scrape_timeout", "evaluation_interval")
+_SCRAPE_KEYS = ("scrape_interval", "scrape_timeout")
+_RULE_KEYS = ("for", "keep_firing_for")
+_ROUTE_KEYS = ("group_wait", "group_interval", "repeat_interval")
+
+
+def parse_duration(text: str) -> int:
+    """A Prometheus duration (`1m30s`, `500ms`) in milliseconds."""
+    if not text or _DURATION.sub("", text) != "":
+        raise ValueError(f"not a Prometheus duration: {text!r}")
+    return sum(int(n) * _UNITS_MS[unit] for n, unit in _DURATION.findall(text))
+
+
+def format_duration(ms: int) -> str:
+    """Milliseconds as the shortest exact Prometheus duration (`3s`, `1500ms`)."""
+    for unit in ("h", "m", "s"):
+        if ms % _UNITS_MS[unit] == 0 and ms >= _UNITS_MS[unit]:
+            return f"{ms // _UNITS_MS[unit]}{unit}"
+    return f"{ms}ms"
+
+
+def scale_duration(text: str, time_scale: float) -> str:
+    """`text` multiplied by `time_scale`, rounded to whole milliseconds (at least 1 ms)."""
+    return format_duration(max(1, round(parse_duration(text) * time_scale)))
+
+
+@dataclass(frozen=True)
+class RenderedObservability:
+    """Paths of the rendered files plus the effective timings, for records and probes."""
+
+    prometheus_config: Path
+    rules: Path
+    alertmanager_config: Path
+    scrape_interval: str
+    evaluation_interval: str
+    shortest_window: str | None
+    longest_window: str | None
+
+
+def render_observability(
+    template_dir: Path,
+    out_dir: Path,
+    values: Mapping[str, str],
+    time_scale: float,
+) -> RenderedObservability:
+    """Render prometheus.yml, rules.yml and alertmanager.yml from `template_dir`."""
+    if not 0 < time_scale <= 1:
+        raise ValueError(f"time_scale must be in (0, 1], got {time_scale}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rules_path = out_dir / "rules.yml"
+    values = {**values, "rules_path": str(rules_path)}
+    rules = _scale_rules(_load(template_dir / "rules.yml", values), time_scale)
+    windows = [w for group in rules.get("groups", []) for w in _rule_windows(group)]
+    shortest = min(windows) if windows else None
+    prom = _scale_prometheus(_load(template_dir / "prometheus.yml", values), time_scale, shortest)
+    alerting = _scale_alertmanager(_load(template_dir / "alertmanager.yml", values), time_scale)
+    prom_path = out_dir / "prometheus.yml"
+    am_path = out_dir / "alertmanager.yml"
+    _dump(rules_path, rules)
+    _dump(prom_path, prom)
+    _dump(am_path, alerting)
+    global_section = prom.get("global", {})
+    return RenderedObservability(
+        prometheus_config=prom_path,
+        rules=rules_path,
+        alertmanager_config=am_path,
+        scrape_interval=str(global_section.get("scrape_interval", "1m")),
+        evaluation_interval=str(global_section.get("evaluation_interval", "1m")),
+        shortest_window=format_duration(shortest) if shortest else None,
+        longest_window=format_duration(max(windows)) if windows else None,
+    )
+
+
+def _load(path: Path, values: Mapping[str, str]) -> dict[str, Any]:
+    try:
+        text = string.Template(path.read_text()).substitute(values)
+    except FileNotFoundError as error:
+        raise StackSpecError("template missing", source=path) from error
+    except (KeyError, ValueError) as error:
+        raise StackSpecError(f"unknown or malformed placeholder {error}", source=path) from error
+    loaded = yaml.safe_load(text) or {}
+    if not isinstance(loaded, dict):
+        raise StackSpecError("expected a YAML mapping at the top", source=path)
+    return loaded
+
+
+def _dump(path: Path, document: dict[str, Any]) -> None:
+    path.write_text(yaml.safe_dump(document, sort_keys=False, width=1000))
+
+
+def _scale_keys(section: dict[str, Any], keys: tuple[str, ...], time_scale: float) -> None:
+    for key in keys:
+        if key in section:
+            section[key] = scale_duration(str(section[key]), time_scale)
+
+
+def scale_expr(expr: str, time_scale: float) -> str:
+    """Scale range windows, subquery steps and offsets inside a PromQL expression."""
+
+    def window(match: re.Match[str]) -> str:
+        scaled = scale_duration(match.group(1), time_scale)
+        if match.group(0).count(":") == 0:
+            return f"[{scaled}]"
+        step = match.group(2)
+        return f"[{scaled}:{scale_duration(step, time_scale) if step else ''}]"
+
+    expr = _RANGE.sub(window, expr)
+    return _OFFSET.sub(lambda m: m.group(1) + scale_duration(m.group(2), time_scale), expr)
+
+
+def _scale_rules(rules: dict[str, Any], time_scale: float) -> dict[str, Any]:
+    for group in rules.get("groups", []) or []:
+        _scale_keys(group, ("interval",), time_scale)
+        for rule in group.get("rules", []) or []:
+            _scale_keys(rule, _RULE_KEYS, time_scale)
+            if "expr" in rule:
+                rule["expr"] = scale_expr(str(rule["expr"]), time_scale)
+    return rules
+
+
+def _rule_windows(group: dict[str, Any]) -> list[int]:
+    return [
+        parse_duration(match.group(1))
+        for rule in group.get("rules", []) or []
+        for match in _RANGE.finditer(str(rule.get("expr", "")))
+    ]
+
+
+def _scale_prometheus(
+    prom: dict[str, Any], time_scale: float, shortest_window_ms: int | None
+) -> dict[str, Any]:
+    global_section = prom.setdefault("global", {})
+    _scale_keys(global_section, _PROM_GLOBAL_KEYS, time_scale)
+    sections = [global_section, *(prom.get("scrape_configs") or [])]
+    for section in sections[1:]:
+        _scale_keys(section, _SCRAPE_KEYS, time_scale)
+    for section in sections:
+        _cap_scrape_interval(section, shortest_window_ms)
+    return prom
+
+
+def _cap_scrape_interval(section: dict[str, Any], shortest_window_ms: int | None) -> None:
+    if shortest_window_ms is None or "scrape_interval" not in section:
+        return
+    cap = math.floor(shortest_window_ms / MIN_SAMPLES_PER_WINDOW)
+    if parse_duration(section["scrape_interval"]) > cap:
+        section["scrape_interval"] = format_duration(max(1, cap))
+    timeout = section.get("scrape_timeout")
+    if timeout and parse_duration(timeout) > parse_duration(section["scrape_interval"]):
+        section["scrape_timeout"] = section["scrape_interval"]
+
+
+def _scale_alertmanager(config: dict[str, Any], time_scale: float) -> dict[str, Any]:
+    _scale_keys(config.setdefault("global", {}), ("resolve_timeout",), time_scale)
+    routes = [config.get("route") or {}]
+    while routes:
+        route = routes.pop()
+        _scale_keys(route, _ROUTE_KEYS, time_scale)
+        routes.extend(route.get("routes") or [])
+    return config

@@ -1,0 +1,170 @@
+"""The stack description (`stack.toml`) and the scenario facts the topology needs."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from sreforge_contracts import ContractError, load_scenario
+
+from sreforge_deployer._errors import StackSpecError
+
+__all__ = [
+    "WORKSPACE_CWD",
+    "ComponentSpec",
+    "DeliveryMode",
+    "ScenarioSetup",
+    "SeedSpec",
+    "StackSpec",
+    "load_scenario_setup",
+    "load_stack_spec",
+]
+
+WORKSPACE_CWD = "workspace"
+DeliveryMode = Literal["setup-baked", "arm-deploy-recent", "arm-runtime-notrace", "multi-commit"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SeedSpec(_Strict):
+    """A one-shot command run before the components start (e.g. writing the DB)."""
+
+    cwd: str
+    argv: list[str] = Field(min_length=1)
+    timeout_seconds: float = Field(default=60.0, gt=0)
+
+
+class ComponentSpec(_Strict):
+    """One long-running process of the stack."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    job: str | None = None
+    cwd: str
+    argv: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    scaled_env: dict[str, float] = Field(default_factory=dict)
+    health: str | None = None
+    metrics: str | None = None
+    startup_timeout_seconds: float = Field(default=30.0, gt=0)
+    stop_timeout_seconds: float = Field(default=10.0, gt=0)
+    pause: str | None = None
+    resume: str | None = None
+    warmup: str | None = None
+
+    @property
+    def is_load(self) -> bool:
+        """Whether this is the load generator (it can be paused and resumed)."""
+        return self.pause is not None and self.resume is not None
+
+
+class StackSpec(_Strict):
+    """A whole stack: its components in start order, seed, service and template dir."""
+
+    name: str
+    service: str
+    workspace_source: str
+    observability: str
+    seed: SeedSpec | None = None
+    components: list[ComponentSpec] = Field(min_length=1)
+    root: Path = Field(default=Path("."), exclude=True)
+
+    @model_validator(mode="after")
+    def _service_is_a_component(self) -> StackSpec:
+        names = [component.name for component in self.components]
+        if len(set(names)) != len(names):
+            raise ValueError(f"component names must be unique, got {names}")
+        if self.service not in names:
+            raise ValueError(f"service {self.service!r} is not one of the components {names}")
+        return self
+
+    def component(self, name: str) -> ComponentSpec:
+        """The component called `name`."""
+        return next(c for c in self.components if c.name == name)
+
+    @property
+    def load(self) -> ComponentSpec | None:
+        """The load generator component, if the stack has one."""
+        return next((c for c in self.components if c.is_load), None)
+
+    @property
+    def upstreams(self) -> list[ComponentSpec]:
+        """Components that are neither the service nor the load generator."""
+        return [c for c in self.components if c.name != self.service and not c.is_load]
+
+
+def load_stack_spec(stack_dir: Path) -> StackSpec:
+    """Parse `<stack_dir>/stack.toml`, naming the file in any error."""
+    path = stack_dir / "stack.toml"
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError as error:
+        raise StackSpecError("stack description missing", source=path) from error
+    except tomllib.TOMLDecodeError as error:
+        raise StackSpecError(f"malformed TOML: {error}", source=path) from error
+    try:
+        return StackSpec.model_validate({**raw, "root": stack_dir.resolve()})
+    except ValidationError as error:
+        raise StackSpecError(_first_problem(error), source=path) from error
+
+
+def _first_problem(error: ValidationError) -> str:
+    detail = error.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in detail["loc"])
+    return f"{where}: {detail['msg']}" if where else detail["msg"]
+
+
+class ScenarioSetup(_Strict):
+    """What the topology needs from a scenario folder (a narrow view of the manifest)."""
+
+    scenario_id: str
+    directory: Path
+    stack_dir: Path
+    delivery_mode: DeliveryMode
+    runtime_env: dict[str, str] = Field(default_factory=dict)
+    readiness_gate: bool = True
+    load_profile: str
+    load_rate: str
+    inject_patches: list[Path] = Field(default_factory=list)
+    expected_alert: str = ""
+    confirm_fire_seconds: float = 240.0
+    sustained_clear_seconds: float = 360.0
+    max_clear_seconds: float = 600.0
+
+
+def load_scenario_setup(scenario_dir: Path) -> ScenarioSetup:
+    """The topology's view of a scenario folder, read through `sreforge_contracts`."""
+    scenario_dir = scenario_dir.resolve()
+    try:
+        scenario = load_scenario(scenario_dir)
+    except ContractError as error:
+        raise StackSpecError(str(error)) from error
+    env_path = scenario_dir / "environment" / "scenario.env"
+    if scenario.env is None:
+        raise StackSpecError("scenario environment missing", source=env_path)
+    manifest, env = scenario.manifest, scenario.env
+    runtime = {env.runtime_env_var: env.runtime_env_value or ""} if env.runtime_env_var else {}
+    stack_dir = scenario_dir.parent.parent / "stacks" / manifest.stack
+    if not (stack_dir / "stack.toml").is_file():
+        raise StackSpecError(
+            f"stack {manifest.stack!r} not found at {stack_dir}",
+            source=scenario_dir / "scenario.toml",
+        )
+    return ScenarioSetup(
+        scenario_id=manifest.id,
+        directory=scenario_dir,
+        stack_dir=stack_dir,
+        delivery_mode=env.delivery_mode,
+        runtime_env=runtime,
+        readiness_gate=env.readiness_gate_on,
+        load_profile=env.load_profile or "",
+        load_rate=f"{env.load_rate:g}" if env.load_rate is not None else "",
+        inject_patches=sorted((scenario_dir / "inject").glob("*.patch")),
+        expected_alert=manifest.expected.alert if manifest.expected else "",
+        confirm_fire_seconds=manifest.determinism.confirm_fire_timeout_seconds,
+        sustained_clear_seconds=manifest.determinism.sustained_clear_seconds,
+        max_clear_seconds=manifest.determinism.max_clear_time_seconds,
+    )

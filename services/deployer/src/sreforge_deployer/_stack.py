@@ -1,0 +1,412 @@
+"""`LocalStack`: one run's stack as local child processes on leased loopback ports."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import psutil
+
+from sreforge_deployer._errors import (
+    DeployerError,
+    LoadControlError,
+    TeardownIncompleteError,
+)
+from sreforge_deployer._observability import (
+    observability_launches,
+    wait_scraped,
+    wait_scraped_since,
+)
+from sreforge_deployer._ports import PortAllocator, PortLease
+from sreforge_deployer._process import (
+    Component,
+    LaunchSpec,
+    group_members,
+    resolve_binary,
+    run_once,
+    stop_groups,
+)
+from sreforge_deployer._render import (
+    RenderedObservability,
+    parse_duration,
+    render_observability,
+)
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._spec import (
+    ComponentSpec,
+    ScenarioSetup,
+    StackSpec,
+    load_scenario_setup,
+    load_stack_spec,
+)
+from sreforge_deployer._state import GroupRecord, StackRecord
+from sreforge_deployer._teardown import leftovers, remove_run_dir
+from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
+from sreforge_deployer._workspace import Workspace
+
+__all__ = ["LocalStack", "StackEndpoints", "TeardownReport"]
+
+_BAKED_MODES = ("setup-baked", "arm-runtime-notrace")
+_RECENT_MODES = ("arm-deploy-recent", "multi-commit")
+# Sent nowhere: a closed loopback port, for stacks started without a receiver.
+_NO_RECEIVER = "http://127.0.0.1:9/"
+
+
+@dataclass(frozen=True)
+class TeardownReport:
+    """What a teardown stopped and checked: process groups, ports, run dir, leftovers."""
+
+    groups: dict[str, int]
+    ports: dict[str, int]
+    run_dir: Path
+    leftovers: list[str]
+
+
+@dataclass(frozen=True)
+class StackEndpoints:
+    """URLs of a running stack: what the agent may be told, and everything for operators."""
+
+    agent: dict[str, str]
+    operator: dict[str, str]
+
+
+class LocalStack:
+    """A per-run stack: workspace, seed, components, Prometheus and Alertmanager.
+
+    `up()` starts everything health-gated; `arm()` delivers the fault and starts the
+    load; `redeploy()` restarts the service from the workspace; `down()` stops every
+    process group, removes the run dir and verifies that nothing remains.
+    """
+
+    def __init__(
+        self,
+        scenario_dir: Path,
+        *,
+        time_scale: float = 1.0,
+        run_id: str | None = None,
+        webhook_url: str | None = None,
+        settings: DeployerSettings | None = None,
+    ) -> None:
+        if not 0 < time_scale <= 1:
+            raise ValueError(f"time_scale must be in (0, 1], got {time_scale}")
+        self.setup: ScenarioSetup = load_scenario_setup(scenario_dir)
+        self.spec: StackSpec = load_stack_spec(self.setup.stack_dir)
+        self.settings = settings or DeployerSettings()
+        self.time_scale = time_scale
+        self.run_id = run_id or f"run-{secrets.token_hex(4)}"
+        self.run_dir = self.settings.runs_root / self.run_id
+        self.webhook_route = secrets.token_hex(12)
+        self.webhook_token = secrets.token_urlsafe(32)
+        self._webhook_base = webhook_url
+        self._leases: dict[str, PortLease] = {}
+        self._components: dict[str, Component] = {}
+        self._runtime_env: dict[str, str] = {}
+        self._groups_seen: dict[str, int] = {}
+        self.workspace: Workspace | None = None
+        self.rendered: RenderedObservability | None = None
+        self.base_commit: str | None = None
+        self.armed_at: datetime | None = None
+        self.teardown_report: TeardownReport | None = None
+
+    def __enter__(self) -> LocalStack:
+        self.up()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.down()
+
+    def up(self) -> StackEndpoints:
+        """Build the workspace, seed, start every component health-gated; return endpoints."""
+        self._preflight()
+        if self.run_dir.exists():
+            raise DeployerError(f"run dir {self.run_dir} already exists (run id reused?)")
+        self.run_dir.mkdir(parents=True, mode=0o700)
+        try:
+            self._lease_ports()
+            self._record().write()
+            self._build_workspace()
+            self._seed()
+            # Prometheus first: its first scrape comes ~5 s after start (target discovery
+            # is throttled), which overlaps with the components' own start-up.
+            self._start_observability()
+            for component in self.spec.components:
+                self._start(self._wiring().launch(component, self._runtime_env))
+            self._wait_scraped()
+        except BaseException as error:
+            with contextlib.suppress(TeardownIncompleteError):
+                self._teardown_after(error)
+            raise
+        return self.endpoints
+
+    def arm(self) -> str:
+        """Deliver the fault per DELIVERY_MODE, then start the load; return the base commit."""
+        if self.armed_at is not None:
+            raise DeployerError(f"run {self.run_id} is already armed")
+        workspace = self._require_workspace()
+        if self.spec.load is not None:
+            self.pause()
+        mode = self.setup.delivery_mode
+        if mode in _RECENT_MODES:
+            workspace.deliver_recent(self.setup.inject_patches)
+            self._restart(self.spec.service)
+        elif mode == "arm-runtime-notrace":
+            self._runtime_env = dict(self.setup.runtime_env)
+            self._restart(self.spec.service)
+        self.base_commit = workspace.head()
+        self.armed_at = datetime.now(UTC)
+        if self.spec.load is not None:
+            self.start_load()
+        return self.base_commit
+
+    def redeploy(self, service: str | None = None, *, readiness_gate: bool | None = None) -> float:
+        """Restart `service` from the workspace's current tree; return seconds taken.
+
+        With the readiness gate on (the scenario's READINESS_GATE unless overridden):
+        pause load, restart cold, warm the working set, resume load.
+        """
+        service = service or self.spec.service
+        if service not in self._components:
+            raise DeployerError(f"no running component {service!r} in run {self.run_id}")
+        gate = self.setup.readiness_gate if readiness_gate is None else readiness_gate
+        load = self.spec.load if gate else None
+        started = time.monotonic()
+        if load is not None:
+            self.pause()
+        self._restart(service)
+        if load is not None:
+            self.start_load()
+        return time.monotonic() - started
+
+    def down(self) -> TeardownReport:
+        """Stop every process group, remove the run dir, verify nothing is left.
+
+        Raises `TeardownIncompleteError` listing what survived. Safe to call twice.
+        """
+        groups = {name: c.pgid for name, c in self._components.items() if c.pgid is not None}
+        groups = {**self._groups_seen, **groups}
+        timeout = self.settings.stop_timeout_seconds
+        stop_groups(list(groups.values()), timeout)
+        for component in self._components.values():
+            if component.process is not None:
+                with contextlib.suppress(Exception):
+                    component.process.wait(timeout=timeout)
+        # Only ports of components we started: a port someone else took before its
+        # component could bind it is theirs, not a leftover of ours.
+        ports = {name: lease.port for name, lease in self._leases.items() if name in groups}
+        remaining = leftovers(groups, ports, None)
+        remove_run_dir(self.run_dir)
+        remaining += leftovers({}, {}, self.run_dir)
+        for lease in self._leases.values():
+            lease.release()
+        self._components.clear()
+        self._leases.clear()
+        self._groups_seen.clear()
+        self.teardown_report = TeardownReport(groups, ports, self.run_dir, remaining)
+        if remaining:
+            raise TeardownIncompleteError(self.run_id, remaining)
+        return self.teardown_report
+
+    def start_load(self) -> None:
+        """Warm the service's working set, let the warm-up age out of the rules, resume load.
+
+        The warm-up's cold misses are real requests in the service's histogram; resuming
+        only once every rule window has moved past them keeps a healthy build from
+        paging on its own warm-up (the readiness gate's drain/deploy/warm/resume).
+        """
+        load = self._require_load()
+        if load.warmup:
+            self._post_load(load.warmup, timeout=120.0)
+            self._settle(time.time())
+        self.resume()
+
+    def pause(self) -> None:
+        """Pause the load generator (it keeps serving metrics)."""
+        load = self._require_load()
+        self._post_load(load.pause)
+
+    def resume(self) -> None:
+        """Resume the load generator at its target rate."""
+        load = self._require_load()
+        self._post_load(load.resume)
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """Leased port per component (including prometheus and alertmanager)."""
+        return {name: lease.port for name, lease in self._leases.items()}
+
+    def url(self, component: str) -> str:
+        """`http://127.0.0.1:<port>` of a component."""
+        return f"http://127.0.0.1:{self.ports[component]}"
+
+    @property
+    def webhook_url(self) -> str | None:
+        """The per-run opaque route Alertmanager posts to (None without a receiver)."""
+        if self._webhook_base is None:
+            return None
+        return f"{self._webhook_base.rstrip('/')}/{self.webhook_route}"
+
+    @property
+    def endpoints(self) -> StackEndpoints:
+        """Agent view (Prometheus, Alertmanager, the service) and operator view (all)."""
+        agent = {
+            PROMETHEUS: self.url(PROMETHEUS),
+            ALERTMANAGER: self.url(ALERTMANAGER),
+            self.spec.service: self.url(self.spec.service),
+        }
+        operator = {**agent, **{name: self.url(name) for name in self._leases}}
+        return StackEndpoints(agent=agent, operator=operator)
+
+    def pgids(self) -> dict[str, int]:
+        """Process group id of each running component."""
+        return {name: c.pgid for name, c in self._components.items() if c.pgid is not None}
+
+    def processes(self) -> list[psutil.Process]:
+        """Every live process of the stack (all members of all its groups)."""
+        return [proc for pgid in self.pgids().values() for proc in group_members(pgid)]
+
+    def _settle(self, since: float) -> None:
+        rendered = self.rendered
+        if rendered is None or PROMETHEUS not in self._components or not rendered.longest_window:
+            return
+        window = parse_duration(rendered.longest_window) / 1000
+        scrape = parse_duration(rendered.scrape_interval) / 1000
+        job = self.spec.component(self.spec.service).job or self.spec.service
+        wait_scraped_since(self.url(PROMETHEUS), job, since + window + scrape, window + 30.0)
+
+    def _wiring(self) -> Wiring:
+        return Wiring(
+            self.spec, self.setup, self.settings, self.run_dir, self.ports, self.time_scale
+        )
+
+    def _preflight(self) -> None:
+        env = self._wiring().base_env()
+        resolve_binary(PROMETHEUS, self.settings.prometheus_bin, env)
+        resolve_binary(ALERTMANAGER, self.settings.alertmanager_bin, env)
+        resolve_binary("python", self.settings.python, env)
+
+    def _lease_ports(self) -> None:
+        names = [c.name for c in self.spec.components] + [ALERTMANAGER, PROMETHEUS]
+        allocator = PortAllocator(
+            self.settings.port_lock_dir, self.settings.port_range_low, self.settings.port_range_high
+        )
+        self._leases = dict(zip(names, allocator.lease(len(names)), strict=True))
+
+    def _build_workspace(self) -> None:
+        source = self.spec.root / self.spec.workspace_source
+        baked = self.setup.inject_patches if self.setup.delivery_mode in _BAKED_MODES else []
+        dest = self._wiring().workspace_dir
+        self.workspace = Workspace.build(source, dest, baked_patches=baked)
+        self.base_commit = self.workspace.head()
+
+    def _seed(self) -> None:
+        (self.run_dir / "data").mkdir(exist_ok=True)
+        launch = self._wiring().seed_launch()
+        if launch is not None:
+            run_once(launch)
+
+    def _start(self, launch: LaunchSpec) -> None:
+        component = Component(launch)
+        self._components[launch.name] = component
+        component.start()
+        assert component.process is not None
+        self._groups_seen[launch.name] = component.process.pid
+        self._record().write()
+        component.wait_healthy()
+
+    def _restart(self, name: str) -> None:
+        old = self._components[name]
+        survivors = old.stop(self._stop_timeout(name))
+        if survivors:
+            raise DeployerError(f"component {name!r}: pids {survivors} survived SIGKILL")
+        if name in (PROMETHEUS, ALERTMANAGER):
+            self._start(old.spec)
+        else:
+            self._start(self._wiring().launch(self.spec.component(name), self._runtime_env))
+
+    def _stop_timeout(self, name: str) -> float:
+        names = {c.name: c for c in self.spec.components}
+        if name in names:
+            return names[name].stop_timeout_seconds
+        return self.settings.stop_timeout_seconds
+
+    def _start_observability(self) -> None:
+        obs = self.run_dir / "observability"
+        obs.mkdir(parents=True)
+        token_file = obs / "webhook.token"
+        token_file.write_text(self.webhook_token)
+        token_file.chmod(0o600)
+        wiring = self._wiring()
+        values = wiring.template_values(self.webhook_url or _NO_RECEIVER, token_file)
+        template_dir = self.spec.root / self.spec.observability
+        self.rendered = render_observability(template_dir, obs, values, self.time_scale)
+        for launch in observability_launches(self.settings, self.rendered, wiring, obs):
+            self._start(launch)
+
+    def _wait_scraped(self) -> None:
+        jobs = {c.job for c in self.spec.components if c.job}
+        log = self.run_dir / "logs" / f"{PROMETHEUS}.log"
+        wait_scraped(self.url(PROMETHEUS), jobs, self.settings.scrape_timeout_seconds, log)
+
+    def _record(self) -> StackRecord:
+        groups = {}
+        for name, pgid in self._groups_seen.items():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                groups[name] = GroupRecord(
+                    pgid=pgid, leader_started_at=psutil.Process(pgid).create_time()
+                )
+        known = {name: self.url(name) for name in self._leases}
+        return StackRecord(
+            run_id=self.run_id,
+            scenario_id=self.setup.scenario_id,
+            run_dir=self.run_dir,
+            owner_pid=os.getpid(),
+            time_scale=self.time_scale,
+            port_lock_dir=self.settings.port_lock_dir,
+            ports=self.ports,
+            groups=groups,
+            agent_endpoints={k: v for k, v in known.items() if k in self._agent_names()},
+            operator_endpoints=known,
+        )
+
+    def _agent_names(self) -> set[str]:
+        return {PROMETHEUS, ALERTMANAGER, self.spec.service}
+
+    def _require_workspace(self) -> Workspace:
+        if self.workspace is None:
+            raise DeployerError(f"run {self.run_id} has no workspace yet: call up() first")
+        return self.workspace
+
+    def _require_load(self) -> ComponentSpec:
+        load = self.spec.load
+        if load is None or load.name not in self._components:
+            raise LoadControlError(f"run {self.run_id}: no running load generator")
+        return load
+
+    def _post_load(self, path: str | None, timeout: float = 5.0) -> None:
+        load = self._require_load()
+        url = f"{self.url(load.name)}{path}"
+        try:
+            response = httpx.post(url, timeout=timeout, trust_env=False)
+        except httpx.HTTPError as error:
+            raise LoadControlError(f"POST {url} failed: {error}") from error
+        if not response.is_success:
+            raise LoadControlError(f"POST {url} answered {response.status_code}: {response.text}")
+
+    def _teardown_after(self, error: BaseException) -> None:
+        try:
+            self.down()
+        except TeardownIncompleteError as incomplete:
+            error.add_note(str(incomplete))
+            raise

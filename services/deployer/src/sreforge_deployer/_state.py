@@ -1,0 +1,62 @@
+"""The state file (`stack.json`) a stack keeps in its run dir, for `stack down` elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["STATE_FILE", "GroupRecord", "StackRecord", "list_records", "read_record"]
+
+STATE_FILE = "stack.json"
+
+
+class GroupRecord(BaseModel):
+    """A component's process group, with its leader's start time to spot pid reuse."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pgid: int
+    leader_started_at: float
+
+
+class StackRecord(BaseModel):
+    """What another process needs to find and tear down a stack."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    scenario_id: str
+    run_dir: Path
+    owner_pid: int
+    time_scale: float
+    port_lock_dir: Path | None = None
+    ports: dict[str, int] = Field(default_factory=dict)
+    groups: dict[str, GroupRecord] = Field(default_factory=dict)
+    agent_endpoints: dict[str, str] = Field(default_factory=dict)
+    operator_endpoints: dict[str, str] = Field(default_factory=dict)
+
+    def write(self) -> None:
+        """Atomically (re)write the record into its run dir."""
+        path = self.run_dir / STATE_FILE
+        scratch = path.with_suffix(".tmp")
+        scratch.write_text(self.model_dump_json(indent=2))
+        os.replace(scratch, path)
+
+
+def read_record(run_dir: Path) -> StackRecord | None:
+    """The record in `run_dir`, or None when there is none (or it is unreadable)."""
+    try:
+        return StackRecord.model_validate(json.loads((run_dir / STATE_FILE).read_text()))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def list_records(runs_root: Path) -> list[StackRecord]:
+    """Every readable stack record under `runs_root`, sorted by run id."""
+    if not runs_root.is_dir():
+        return []
+    records = [read_record(child) for child in runs_root.iterdir() if child.is_dir()]
+    return sorted((r for r in records if r is not None), key=lambda r: r.run_id)

@@ -1,0 +1,139 @@
+"""How a stack's declarative components become concrete launches for one run.
+
+Fills `{placeholders}` in argv/env, scales `scaled_env`, points cwd at the stack dir or
+the run's workspace, and gives the observability templates their targets.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from sreforge_deployer._errors import StackSpecError
+from sreforge_deployer._process import LaunchSpec
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._spec import WORKSPACE_CWD, ComponentSpec, ScenarioSetup, StackSpec
+
+__all__ = ["ALERTMANAGER", "PROMETHEUS", "Wiring"]
+
+PROMETHEUS = "prometheus"
+ALERTMANAGER = "alertmanager"
+_BASELINE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """One run's concrete layout: where things live and which port each component has."""
+
+    spec: StackSpec
+    setup: ScenarioSetup
+    settings: DeployerSettings
+    run_dir: Path
+    ports: dict[str, int]
+    time_scale: float
+
+    @property
+    def workspace_dir(self) -> Path:
+        """The run's git workspace (the service runs from it)."""
+        return self.run_dir / "workspace"
+
+    @property
+    def log_dir(self) -> Path:
+        """Where every component's log file goes."""
+        return self.run_dir / "logs"
+
+    def url(self, name: str) -> str:
+        """`http://127.0.0.1:<port>` of a component."""
+        return f"http://127.0.0.1:{self.ports[name]}"
+
+    def base_env(self) -> dict[str, str]:
+        """A scrubbed environment: nothing of the operator's or the harness's leaks in."""
+        env = {key: os.environ[key] for key in _BASELINE_ENV if key in os.environ}
+        return {**env, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def seed_launch(self) -> LaunchSpec | None:
+        """The one-shot seed command, if the stack has one."""
+        seed = self.spec.seed
+        if seed is None:
+            return None
+        values = self._placeholders(None)
+        return LaunchSpec(
+            name="seed",
+            argv=[_fill(arg, values, "seed") for arg in seed.argv],
+            cwd=self._cwd(seed.cwd),
+            env=self.base_env(),
+            log_path=self.log_dir / "seed.log",
+            startup_timeout_seconds=seed.timeout_seconds,
+        )
+
+    def launch(self, component: ComponentSpec, runtime_env: dict[str, str]) -> LaunchSpec:
+        """The concrete launch of `component` (the service also gets `runtime_env`)."""
+        values = self._placeholders(component)
+        argv = [_fill(arg, values, component.name) for arg in component.argv]
+        if component.is_load:
+            argv.append("--paused")  # load begins when the run says so, never at boot
+        env = {
+            **self.base_env(),
+            **{key: _fill(value, values, component.name) for key, value in component.env.items()},
+            **{key: f"{real * self.time_scale:g}" for key, real in component.scaled_env.items()},
+        }
+        if component.name == self.spec.service:
+            env.update(runtime_env)
+        port = self.ports[component.name]
+        return LaunchSpec(
+            name=component.name,
+            argv=argv,
+            cwd=self._cwd(component.cwd),
+            env=env,
+            log_path=self.log_dir / f"{component.name}.log",
+            port=port,
+            health_url=f"http://127.0.0.1:{port}{component.health}" if component.health else None,
+            startup_timeout_seconds=component.startup_timeout_seconds,
+        )
+
+    def template_values(self, webhook_url: str, token_file: Path) -> dict[str, str]:
+        """Values for the observability templates' `${placeholders}`."""
+        values = {
+            "alertmanager_target": f"127.0.0.1:{self.ports[ALERTMANAGER]}",
+            "app_target": f"127.0.0.1:{self.ports[self.spec.service]}",
+            "webhook_url": webhook_url,
+            "webhook_token_file": str(token_file),
+        }
+        if self.spec.upstreams:
+            values["upstream_target"] = f"127.0.0.1:{self.ports[self.spec.upstreams[0].name]}"
+        if self.spec.load is not None:
+            values["loadgen_target"] = f"127.0.0.1:{self.ports[self.spec.load.name]}"
+        for component in self.spec.components:
+            key = f"{component.name.replace('-', '_')}_target"
+            values[key] = f"127.0.0.1:{self.ports[component.name]}"
+        return values
+
+    def _placeholders(self, component: ComponentSpec | None) -> dict[str, str]:
+        values = {
+            "python": self.settings.python,
+            "db_path": str(self.run_dir / "data" / f"{self.spec.service}.db"),
+            "load_rate": self.setup.load_rate,
+            "load_profile": self.setup.load_profile,
+            "app_url": self.url(self.spec.service),
+        }
+        if self.spec.upstreams:
+            values["upstream_url"] = self.url(self.spec.upstreams[0].name)
+        for other in self.spec.components:
+            values[f"{other.name.replace('-', '_')}_url"] = self.url(other.name)
+        if component is not None:
+            values["port"] = str(self.ports[component.name])
+        return values
+
+    def _cwd(self, cwd: str) -> Path:
+        return self.workspace_dir if cwd == WORKSPACE_CWD else self.spec.root / cwd
+
+
+def _fill(template: str, values: dict[str, str], where: str) -> str:
+    try:
+        return template.format_map(values)
+    except (KeyError, IndexError, ValueError) as error:
+        raise StackSpecError(
+            f"component {where!r}: unknown placeholder {error} in {template!r} "
+            f"(known: {', '.join(sorted(values))})"
+        ) from error

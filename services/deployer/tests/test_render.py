@@ -1,0 +1,135 @@
+"""Rendering the stack's observability templates with the run's time scale."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from sreforge_deployer import render_observability, scale_duration
+from sreforge_deployer._render import MIN_SAMPLES_PER_WINDOW, parse_duration, scale_expr
+
+from .conftest import BOOKSHELF
+
+TEMPLATES = BOOKSHELF / "stacks" / "bookshelf-flask" / "observability"
+VALUES = {
+    "app_target": "127.0.0.1:20001",
+    "upstream_target": "127.0.0.1:20002",
+    "loadgen_target": "127.0.0.1:20003",
+    "alertmanager_target": "127.0.0.1:20004",
+    "webhook_url": "http://127.0.0.1:20005/hooks/abc",
+    "webhook_token_file": "/dev/null",
+}
+
+
+@pytest.mark.parametrize(
+    ("real", "scale", "expected"),
+    [
+        ("30s", 0.1, "3s"),
+        ("5s", 0.1, "500ms"),
+        ("5m", 0.1, "30s"),
+        ("1m30s", 0.05, "4500ms"),
+        ("1m", 1.0, "1m"),
+        ("1ms", 0.01, "1ms"),
+    ],
+)
+def test_scale_duration_is_exact_to_the_millisecond(real: str, scale: float, expected: str) -> None:
+    """Durations scale uniformly and come out as valid Prometheus durations."""
+    assert scale_duration(real, scale) == expected
+
+
+def test_scale_expr_scales_windows_subqueries_and_offsets() -> None:
+    """Every duration inside PromQL moves with the scale, so rule relations hold."""
+    expr = "rate(a[30s]) > 0 and max_over_time(b[5m:30s]) and rate(c[1m] offset 2m) and d[2m:]"
+    assert scale_expr(expr, 0.1) == (
+        "rate(a[3s]) > 0 and max_over_time(b[30s:3s]) and rate(c[6s] offset 12s) and d[12s:]"
+    )
+
+
+def test_parse_duration_rejects_garbage() -> None:
+    """A malformed duration is an error, not a silent zero."""
+    with pytest.raises(ValueError, match="not a Prometheus duration"):
+        parse_duration("30 seconds")
+
+
+@pytest.fixture(scope="module")
+def rendered_bookshelf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("rendered")
+    render_observability(TEMPLATES, out, VALUES, 0.1)
+    return out
+
+
+def test_rendered_bookshelf_config_passes_promtool(rendered_bookshelf: Path) -> None:
+    """The real Prometheus tooling accepts the rendered config and rules (ms durations too)."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool must be installed (Debian package prometheus)"
+    for command in ("config", "rules"):
+        target = rendered_bookshelf / ("prometheus.yml" if command == "config" else "rules.yml")
+        result = subprocess.run(
+            [promtool, "check", command, str(target)], capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_rendered_alertmanager_config_passes_amtool(rendered_bookshelf: Path) -> None:
+    """Alertmanager accepts the rendered routing and webhook receiver."""
+    amtool = shutil.which("amtool")
+    assert amtool, "amtool must be installed (Debian package prometheus-alertmanager)"
+    result = subprocess.run(
+        [amtool, "check-config", str(rendered_bookshelf / "alertmanager.yml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_duration_is_scaled_uniformly(rendered_bookshelf: Path) -> None:
+    """Scrape/eval intervals, `for:`, windows and Alertmanager timers all shrink by 10x."""
+    prom = yaml.safe_load((rendered_bookshelf / "prometheus.yml").read_text())
+    rules = yaml.safe_load((rendered_bookshelf / "rules.yml").read_text())
+    am = yaml.safe_load((rendered_bookshelf / "alertmanager.yml").read_text())
+    assert prom["global"]["scrape_interval"] == "500ms"
+    assert prom["global"]["evaluation_interval"] == "500ms"
+    assert prom["global"]["scrape_timeout"] == "400ms"
+    primary = next(
+        rule
+        for group in rules["groups"]
+        for rule in group["rules"]
+        if rule.get("alert") == "BookshelfApiLatencyP99High"
+    )
+    assert primary["for"] == "3s"
+    assert "[3s]" in primary["expr"]
+    assert "$value" in primary["annotations"]["description"]
+    route = am["route"]
+    assert (route["group_wait"], route["group_interval"], route["repeat_interval"]) == (
+        "500ms",
+        "1s",
+        "30s",
+    )
+    assert am["global"]["resolve_timeout"] == "6s"
+
+
+def test_each_rate_window_keeps_six_samples(tmp_path: Path) -> None:
+    """At any scale the scrape interval fits at least six samples into the shortest window."""
+    render_observability(TEMPLATES, tmp_path, VALUES, 0.03)
+    prom = yaml.safe_load((tmp_path / "prometheus.yml").read_text())
+    rules_text = (tmp_path / "rules.yml").read_text()
+    windows = [parse_duration(w) for w in re.findall(r"\[(\d+(?:ms|[smh]))\]", rules_text)]
+    interval = parse_duration(prom["global"]["scrape_interval"])
+    assert min(windows) / interval >= MIN_SAMPLES_PER_WINDOW
+    assert parse_duration(prom["global"]["scrape_timeout"]) <= interval
+
+
+def test_unknown_placeholder_names_the_template(tmp_path: Path) -> None:
+    """A template asking for a value the topology does not know fails naming the file."""
+    from sreforge_deployer import StackSpecError
+
+    templates = tmp_path / "templates"
+    shutil.copytree(TEMPLATES, templates)
+    missing = {k: v for k, v in VALUES.items() if k != "loadgen_target"}
+    with pytest.raises(StackSpecError, match=r"prometheus\.yml.*loadgen_target"):
+        render_observability(templates, tmp_path / "out", missing, 0.1)

@@ -1,0 +1,63 @@
+"""Reading stack and scenario descriptions: errors name the file and the field."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from sreforge_deployer import DeployerSettings, LocalStack, StackSpecError
+from sreforge_deployer._spec import load_scenario_setup, load_stack_spec
+
+from .conftest import STAMPEDE, TINY_SCENARIOS
+
+
+def _copy_tiny(tmp_path: Path) -> Path:
+    root = tmp_path / "uc"
+    shutil.copytree(TINY_SCENARIOS.parent, root)
+    return root
+
+
+def test_bookshelf_stack_and_scenario_are_read() -> None:
+    """The real stack.toml and scenario folder give the topology what it needs."""
+    setup = load_scenario_setup(STAMPEDE)
+    spec = load_stack_spec(setup.stack_dir)
+    assert setup.delivery_mode == "arm-deploy-recent"
+    assert setup.expected_alert == "BookshelfApiLatencyP99High"
+    assert setup.load_rate
+    assert setup.load_profile
+    assert spec.service == "bookshelf-api"
+    assert spec.load is not None
+    assert [c.name for c in spec.upstreams] == ["bookmeta"]
+
+
+def test_missing_scenario_env_names_the_file(tmp_path: Path) -> None:
+    """Without environment/scenario.env the error says which file is missing."""
+    root = _copy_tiny(tmp_path)
+    (root / "scenarios" / "tiny-ok" / "environment" / "scenario.env").unlink()
+    with pytest.raises(StackSpecError, match=r"environment/scenario\.env: .*missing"):
+        load_scenario_setup(root / "scenarios" / "tiny-ok")
+
+
+def test_malformed_stack_toml_names_file_and_field(tmp_path: Path) -> None:
+    """A component without argv is refused naming stack.toml and the field."""
+    root = _copy_tiny(tmp_path)
+    path = root / "stacks" / "tiny" / "stack.toml"
+    path.write_text(path.read_text().replace('service = "tiny-api"', 'service = "nope"'))
+    with pytest.raises(StackSpecError, match=r"stack\.toml: .*service 'nope' is not one of"):
+        load_stack_spec(root / "stacks" / "tiny")
+
+
+def test_unknown_placeholder_names_the_component(tmp_path: Path) -> None:
+    """An argv placeholder the topology does not fill fails before anything starts."""
+    root = _copy_tiny(tmp_path)
+    path = root / "stacks" / "tiny" / "stack.toml"
+    path.write_text(path.read_text().replace('"--port", "{port}"]', '"--port", "{prot}"]', 1))
+    stack = LocalStack(
+        root / "scenarios" / "tiny-ok",
+        time_scale=0.1,
+        settings=DeployerSettings(runs_root=tmp_path / "runs"),
+    )
+    with pytest.raises(StackSpecError, match=r"'tiny-upstream': unknown placeholder 'prot'"):
+        stack.up()
+    assert not stack.run_dir.exists()

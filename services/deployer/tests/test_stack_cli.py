@@ -1,0 +1,139 @@
+"""`sreforge stack up|down|list` across shells: the state file lets another process tear down."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from sreforge_deployer import list_stacks
+
+from sreforge._stack_cli import (
+    add_stack_commands,
+    handle_stack_down,
+    handle_stack_list,
+    resolve_scenario,
+)
+
+from .conftest import STAMPEDE, TINY_SCENARIOS, poll
+
+pytestmark = pytest.mark.integration
+
+
+class _StackUp:
+    """A `stack up` running in its own process, its output collected line by line."""
+
+    def __init__(self, runs_root: Path, *extra: str) -> None:
+        env = {**os.environ, "SREFORGE_DEPLOYER_RUNS_ROOT": str(runs_root)}
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sreforge._stack_cli",
+                "stack",
+                "up",
+                str(TINY_SCENARIOS / "tiny-ok"),
+                "--time-scale",
+                "0.1",
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+@pytest.fixture
+def cli_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    root = tmp_path / "stacks"
+    monkeypatch.setenv("SREFORGE_DEPLOYER_RUNS_ROOT", str(root))
+    yield root
+    for record in list_stacks(root):  # a failed test must not leave a stack behind
+        for group in record.groups.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group.pgid, signal.SIGKILL)
+
+
+def _down(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    add_stack_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["stack", "down", *argv])
+    code: int = args.handler(args)
+    assert args.handler is handle_stack_down
+    return code
+
+
+def test_stack_down_from_another_shell_stops_the_owner_cleanly(cli_root: Path) -> None:
+    """`stack up` prints endpoints and waits; `stack down --all` elsewhere ends it, nothing left."""
+    up = _StackUp(cli_root, "--arm")
+    try:
+        poll(lambda: "to tear down" in up.output(), timeout=60, message="stack up ready")
+        text = up.output()
+        assert re.search(r"prometheus\s+http://127\.0\.0\.1:\d+", text), text
+        assert "armed at base commit" in text
+        (record,) = list_stacks(cli_root)
+        assert handle_stack_list(argparse.Namespace()) == 0
+        pgids = [group.pgid for group in record.groups.values()]
+        assert _down("--all") == 0
+        assert up.process.wait(timeout=30) == 0
+        assert "torn down, nothing left" in up.output()
+        assert not record.run_dir.exists()
+        assert not any(psutil.pid_exists(pgid) for pgid in pgids)
+    finally:
+        if up.process.poll() is None:
+            os.killpg(up.process.pid, signal.SIGKILL)
+
+
+def test_stack_down_cleans_up_after_a_killed_owner(cli_root: Path) -> None:
+    """After `stack up` was SIGKILLed, `stack down RUN_ID` kills its groups and removes its dir."""
+    up = _StackUp(cli_root)
+    poll(lambda: "to tear down" in up.output(), timeout=60, message="stack up ready")
+    (record,) = list_stacks(cli_root)
+    os.kill(up.process.pid, signal.SIGKILL)
+    up.process.wait(timeout=10)
+    pgids = [group.pgid for group in record.groups.values()]
+    assert any(psutil.pid_exists(pgid) for pgid in pgids), "components outlive a killed owner"
+    assert _down(record.run_id) == 0
+    assert not record.run_dir.exists()
+    assert record.port_lock_dir is not None
+    stale = [record.port_lock_dir / f"{port}.lock" for port in record.ports.values()]
+    assert not [path for path in stale if path.exists()], "a dead owner's leases are reaped"
+    assert not any(
+        psutil.pid_exists(pgid) and psutil.Process(pgid).status() != psutil.STATUS_ZOMBIE
+        for pgid in pgids
+    )
+
+
+def test_stack_down_needs_a_run_id_or_all(cli_root: Path) -> None:
+    """Neither or both is a usage error, not a silent teardown of everything."""
+    assert _down() == 2
+    assert _down("run-x", "--all") == 2
+    assert _down("run-nope") == 1
+
+
+def test_scenario_resolves_by_id_and_rejects_bad_ids() -> None:
+    """`stack up latency-cache-stampede` finds the folder; a malformed id is refused early."""
+    assert resolve_scenario("latency-cache-stampede") == STAMPEDE.resolve()
+    with pytest.raises(ValueError, match="must match"):
+        resolve_scenario("../etc")

@@ -1,0 +1,132 @@
+"""Pure pieces of the adapter: a run's grading config, its hand-off alerts, its verdict events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sreforge_contracts import (
+    RunFailed,
+    ScenarioManifest,
+    Scored,
+    TriggerSignal,
+    load_scenario,
+)
+
+from sreforge_oracle._errors import OracleError
+from sreforge_oracle._grading import probe_interval_for
+from sreforge_oracle._mitigation import grade
+from sreforge_oracle._model import (
+    DEFAULT_WEIGHTS,
+    DeliveryOutcome,
+    GradingConfig,
+    MitigationGrade,
+    ObservedAlert,
+)
+
+__all__ = [
+    "PRODUCER",
+    "PrometheusTiming",
+    "fail_closed_scored",
+    "find_manifest",
+    "grading_config",
+    "handoff_union",
+    "oracle_failed",
+    "scored",
+]
+
+PRODUCER = "oracle"
+
+
+@dataclass(frozen=True)
+class PrometheusTiming:
+    """The run's Prometheus as it runs (already time-scaled by the deployer)."""
+
+    eval_interval_seconds: float
+    """Of the rule group holding the target alert."""
+    scrape_interval_seconds: float
+
+
+def find_manifest(use_cases_dir: Path, scenario_id: str) -> ScenarioManifest:
+    """The manifest of `scenario_id` under `<use_cases_dir>/*/scenarios/`."""
+    folders = sorted(use_cases_dir.glob(f"*/scenarios/{scenario_id}"))
+    if len(folders) != 1:
+        found = "none" if not folders else ", ".join(map(str, folders))
+        raise OracleError(
+            f"scenario {scenario_id!r}: expected one folder under {use_cases_dir}/*/scenarios/, "
+            f"found {found}"
+        )
+    return load_scenario(folders[0]).manifest
+
+
+def grading_config(
+    manifest: ScenarioManifest,
+    time_scale: float,
+    timing: PrometheusTiming,
+    *,
+    load_warmup_seconds: float,
+) -> GradingConfig:
+    """The manifest's windows x `time_scale`, its weights, threshold and scope.
+
+    The probe runs every 1 s x scale, never coarser than the eval interval;
+    load is judged from one scrape plus the generator's warm-up after `Deployed`.
+    """
+    windows = manifest.eval_only(time_scale)
+    verify = manifest.verify
+    return GradingConfig(
+        alert_to_clear=windows.alert_to_clear,
+        max_clear_time_seconds=windows.max_clear_time_seconds,
+        sustained_clear_seconds=windows.sustained_clear_seconds,
+        probe_interval_seconds=probe_interval_for(time_scale, timing.eval_interval_seconds),
+        weights=dict(verify.weights),
+        pass_threshold=verify.pass_threshold,
+        scope=frozenset(verify.scope) or None,
+        load_grace_seconds=timing.scrape_interval_seconds + load_warmup_seconds,
+    )
+
+
+def handoff_union(
+    snapshot: Iterable[ObservedAlert], from_state: Iterable[TriggerSignal]
+) -> list[ObservedAlert]:
+    """The alerts firing at hand-off: the oracle's own snapshot plus the correlator's list."""
+    found = {alert.key: alert for alert in snapshot if alert.state == "firing"}
+    for signal in from_state:
+        alert = ObservedAlert(name=signal.alert_name, state="firing", labels=signal.labels)
+        found.setdefault(alert.key, alert)
+    return list(found.values())
+
+
+def scored(run_id: str, result: MitigationGrade) -> Scored:
+    """The `Scored` event of a grade; its id is `<run_id>.Scored`, one per run."""
+    verdict = result.verdict
+    if verdict not in ("passed", "failed", "rejected"):
+        raise OracleError(f"run {run_id}: the oracle cannot score a run {verdict!r}")
+    return Scored(
+        run_id=run_id,
+        producer=PRODUCER,
+        score=result.score,
+        verdict=verdict,
+        sli_series=result.sli_series,
+    )
+
+
+def fail_closed_scored(
+    run_id: str, outcome: DeliveryOutcome, weights: dict[str, float] | None = None
+) -> Scored:
+    """Score a run that never reached grading (no submission, CI red, redeploy failed)."""
+    config = GradingConfig(
+        alert_to_clear="-",
+        max_clear_time_seconds=1,
+        sustained_clear_seconds=1,
+        probe_interval_seconds=1,
+        weights=dict(weights or DEFAULT_WEIGHTS),
+    )
+    return scored(run_id, grade(config, outcome, (), ()))
+
+
+def oracle_failed(run_id: str, reason: str) -> RunFailed:
+    """The oracle could not grade honestly: the run ends `error`."""
+    return RunFailed(
+        run_id=run_id, producer=PRODUCER, stage="oracle", verdict="error", reason=reason
+    )

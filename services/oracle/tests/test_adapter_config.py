@@ -1,0 +1,137 @@
+"""The adapter's pure pieces: grading config, hand-off alerts, fail-closed events."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+from sreforge_contracts import RunFailed, Scored, TriggerSignal
+from sreforge_oracle import (
+    DeliveryOutcome,
+    ObservedAlert,
+    OracleError,
+    Outcome,
+    PrometheusTiming,
+    fail_closed_scored,
+    find_manifest,
+    grading_config,
+    handoff_union,
+    parse_duration,
+)
+
+
+class UseCases(Protocol):
+    """The temporary use-cases root of conftest."""
+
+    root: Path
+
+    def add(
+        self, scenario_id: str, alert: str, *, sustained: float = 20, max_clear: float = 30
+    ) -> Path: ...
+
+
+def test_grading_config_scales_the_manifest_and_derives_cadence(use_cases: UseCases) -> None:
+    """Windows x time scale; probe 1 s x scale; load grace = scrape interval + warm-up."""
+    use_cases.add("quiet", "NeverFires", sustained=360, max_clear=600)
+    manifest = find_manifest(use_cases.root, "quiet")
+    config = grading_config(manifest, 0.1, PrometheusTiming(0.5, 0.4), load_warmup_seconds=1.0)
+    assert config.alert_to_clear == "NeverFires"
+    assert config.max_clear_time_seconds == pytest.approx(60)
+    assert config.sustained_clear_seconds == pytest.approx(36)
+    assert config.probe_interval_seconds == pytest.approx(0.1)
+    assert config.load_grace_seconds == pytest.approx(1.4)
+    assert config.scope == frozenset({"api"})
+    assert config.pass_threshold == 0.85
+    assert config.weights["alert_cleared"] == 0.35
+
+
+def test_probe_interval_is_never_coarser_than_the_eval_interval(use_cases: UseCases) -> None:
+    """At scale 1 the probe would be 1 s; a 0.2 s rule evaluation makes it 0.2 s."""
+    use_cases.add("quiet", "NeverFires")
+    manifest = find_manifest(use_cases.root, "quiet")
+    config = grading_config(manifest, 1.0, PrometheusTiming(0.2, 0.2), load_warmup_seconds=0)
+    assert config.probe_interval_seconds == pytest.approx(0.2)
+
+
+def test_an_unknown_scenario_names_the_folder_searched(use_cases: UseCases) -> None:
+    """A scenario id with no folder is an error naming the use-cases root."""
+    with pytest.raises(OracleError, match=f"'ghost'.*{use_cases.root}"):
+        find_manifest(use_cases.root, "ghost")
+
+
+def test_handoff_union_keeps_firing_alerts_from_both_sources() -> None:
+    """Snapshot (firing only) plus the correlator's signals, one entry per name+service."""
+    snapshot = [
+        ObservedAlert(name="A", state="firing", labels={"service": "api", "instance": "x"}),
+        ObservedAlert(name="P", state="pending", labels={"service": "api"}),
+    ]
+    signals = [
+        TriggerSignal(alert_name="A", labels={"service": "api"}, fired_at=datetime.now(UTC)),
+        TriggerSignal(alert_name="B", labels={"service": "db"}, fired_at=datetime.now(UTC)),
+    ]
+    union = handoff_union(snapshot, signals)
+    assert sorted(alert.key for alert in union) == [("A", "api"), ("B", "db")]
+    assert all(alert.state == "firing" for alert in union)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "verdict", "signal"),
+    [
+        (
+            DeliveryOutcome(submitted=False, ci_green=False, redeployed=False),
+            "failed",
+            "no_submission",
+        ),
+        (DeliveryOutcome(submitted=True, ci_green=False, redeployed=False), "rejected", "ci_green"),
+        (
+            DeliveryOutcome(submitted=True, ci_green=True, redeployed=False, reason="boom"),
+            "failed",
+            "deployed",
+        ),
+    ],
+    ids=["no-submission", "ci-red", "redeploy-failed"],
+)
+def test_fail_closed_scored(outcome: DeliveryOutcome, verdict: str, signal: str) -> None:
+    """Each fail-closed case scores 0 with its one signal, as the run's `<run_id>.Scored`."""
+    event = fail_closed_scored("run-1", outcome)
+    assert (event.verdict, event.score.score, event.score.passed) == (verdict, 0.0, False)
+    assert [s.id for s in event.score.signals] == [signal]
+    assert event.event_id == "run-1.Scored"
+    assert event.sli_series == []
+
+
+def test_the_redeploy_error_reaches_the_signal_detail() -> None:
+    """A failed redeploy says why, in the `deployed` signal's detail."""
+    outcome = DeliveryOutcome(submitted=True, ci_green=True, redeployed=False, reason="port busy")
+    assert "port busy" in fail_closed_scored("run-1", outcome).score.signals[0].detail
+
+
+def test_outcome_round_trips_through_kv_bytes() -> None:
+    """The KV encoding keeps the event (type and id) and the published flag."""
+    scored = fail_closed_scored(
+        "run-1", DeliveryOutcome(submitted=False, ci_green=False, redeployed=False)
+    )
+    failed = RunFailed(
+        run_id="run-1", producer="oracle", stage="oracle", reason="x", verdict="error"
+    )
+    for event in (scored, failed):
+        back = Outcome.from_bytes(Outcome(event, True).to_bytes())
+        assert back.published
+        assert back.event == event
+    assert isinstance(Outcome.from_bytes(Outcome(scored, False).to_bytes()).event, Scored)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("100ms", 0.1), ("5s", 5.0), ("1m30s", 90.0), ("0.5s", 0.5)]
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    """Prometheus durations as the targets API reports them."""
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_parse_duration_rejects_garbage() -> None:
+    """Anything but a duration is refused, naming the text."""
+    with pytest.raises(ValueError, match="'5 seconds'"):
+        parse_duration("5 seconds")

@@ -1,0 +1,160 @@
+"""`sreforge run` against real engines: the embedded one it starts, and one already running."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sreforge_bus import Bus, bootstrap, follow
+from sreforge_bus.embedded import NatsServer
+from sreforge_contracts import FaultArmed, RunRequested, StackReady, parse_event, utcnow
+from sreforge_correlator import CorrelatorService, CorrelatorSettings
+from sreforge_recorder import RecorderSettings, recorder_service
+
+from sreforge._run_cli import EXIT_ERROR, EmbeddedEngine, Progress, _Follower
+
+pytestmark = pytest.mark.integration
+
+# The `run` verb as the CLI registers it, without depending on how cli.py wires it in.
+DRIVER = """
+import argparse, sys
+from sreforge._run_cli import add_run_command
+parser = argparse.ArgumentParser(prog="sreforge")
+add_run_command(parser.add_subparsers())
+args = parser.parse_args(sys.argv[1:])
+sys.exit(args.handler(args))
+"""
+
+
+def _env(tmp_path: Path, nats_url: str | None = None) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "SREFORGE_HOME": str(tmp_path / "home"),
+        "SREFORGE_TRIGGER_PORT": "0",
+        "SREFORGE_TRIGGER_TOKEN": "test-token",
+        "SREFORGE_RECORDER_RUNS_DIR": str(tmp_path / "runs"),
+        "SREFORGE_RECORDER_BANK": "false",
+    }
+    env.pop("SREFORGE_NATS_URL", None)
+    if nats_url is not None:
+        env["SREFORGE_NATS_URL"] = nats_url
+    return env
+
+
+def test_a_rejected_run_on_the_embedded_engine_prints_why_and_exits_1(tmp_path: Path) -> None:
+    """No engine up: `run` starts its own, the unknown scenario is refused, exit code 1."""
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, "run", "no-such-scenario", "--agent", "noop", "--json"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 1, done.stderr
+    [line] = done.stdout.splitlines()
+    outcome = json.loads(line)
+    assert outcome["verdict"] == "rejected"
+    assert "scenario: no scenario 'no-such-scenario'" in outcome["reason"]
+    assert "starting the embedded engine" in done.stderr
+    assert "rejected" in done.stderr
+    assert outcome["record"] is not None, "the rejection is recorded too"
+    assert Path(outcome["record"]).is_file()
+
+
+@pytest.fixture
+async def engine(bus: Bus, tmp_path: Path) -> AsyncIterator[Bus]:
+    """A running engine of two real services: the correlator and the recorder."""
+    correlator = CorrelatorService(settings=CorrelatorSettings(sweep_interval_seconds=0.05))
+    recorder = recorder_service(RecorderSettings(runs_dir=tmp_path / "runs", bank=False))
+    services = [correlator, recorder]
+    await bootstrap(bus, [route.consumer for service in services for route in service.routes])
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(service.run(bus, stop)) for service in services]
+    try:
+        yield bus
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 20)
+
+
+async def _act_as_deployer(bus: Bus) -> None:
+    """Boot nothing, but report the stack ready and the fault armed for the first run."""
+    async for message in follow(bus, "sreforge.run.*.RunRequested"):
+        requested = parse_event(message.data)
+        assert isinstance(requested, RunRequested)
+        run_id = requested.run_id
+        break
+    ready = StackReady(
+        run_id=run_id,
+        producer="deployer",
+        stack="bookshelf-flask",
+        run_dir="/nonexistent",
+        agent_endpoints={},
+        operator_endpoints={},
+    )
+    await bus.publish(ready)
+    now = utcnow()
+    await bus.publish(
+        FaultArmed(run_id=run_id, producer="deployer", armed_at=now, delivery_mode="setup-baked")
+    )
+
+
+@pytest.mark.timeout(90)
+async def test_a_run_on_a_running_engine_shows_its_phases_and_exits_3_when_aborted(
+    engine: Bus, nats_server: NatsServer, tmp_path: Path
+) -> None:
+    """With SREFORGE_NATS_URL set, `run` only submits and follows; no alert → aborted, exit 3."""
+    deployer = asyncio.create_task(_act_as_deployer(engine))
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", DRIVER, "run", "latency-cache-stampede", "--agent", "noop",
+        "--time-scale", "0.001",
+        env=_env(tmp_path, nats_server.url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        out, err = await asyncio.wait_for(child.communicate(), 60)
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+        await asyncio.wait_for(deployer, 10)
+    stdout, stderr = out.decode(), err.decode()
+    assert child.returncode == 3, stderr
+    assert "embedded engine" not in stderr
+    phases = [line.split()[1] for line in stderr.splitlines() if line.strip()[:1].isdigit()]
+    assert phases[:3] == ["requested", "stack", "armed"]
+    assert phases[-2:] == ["failed", "recorded"]
+    assert "verdict: aborted" in stdout
+    assert "confirm-fire" in stdout
+    record_line = next(line for line in stdout.splitlines() if line.startswith("record:"))
+    assert await asyncio.to_thread(Path(record_line.split(maxsplit=1)[1]).is_file)
+
+
+async def test_a_run_with_no_verdict_gives_up_at_its_deadline(bus: Bus) -> None:
+    """Nothing answers for the run: an error outcome (exit 4) naming the last phase, no hang."""
+    follower = _Follower(EmbeddedEngine(bus), "silent-run-1", Progress(io.StringIO()), 0.3)
+    outcome = await asyncio.wait_for(follower.run(), 10)
+    assert outcome.exit_code == EXIT_ERROR
+    assert outcome.reason is not None
+    assert "no verdict before the deadline (last phase: submitting)" in outcome.reason
+
+
+async def test_a_crashed_embedded_service_ends_the_run_as_an_error(bus: Bus) -> None:
+    """A service task that died is reported at once instead of waiting for the deadline."""
+
+    async def crash() -> None:
+        raise RuntimeError("boom")
+
+    engine = EmbeddedEngine(bus, tasks={"oracle": asyncio.create_task(crash())})
+    follower = _Follower(engine, "crashed-run-1", Progress(io.StringIO()), 60)
+    outcome = await asyncio.wait_for(follower.run(), 10)
+    assert outcome.exit_code == EXIT_ERROR
+    assert outcome.reason == "service oracle stopped: RuntimeError('boom')"

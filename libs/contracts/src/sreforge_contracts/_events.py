@@ -84,6 +84,8 @@ class FaultArmed(_RunEvent):
     armed_at: datetime
     delivery_mode: DeliveryMode
     fault_commit: str | None = None
+    base_commit: str | None = None
+    """The workspace commit the agent starts from; its submission is diffed against it."""
     load_target_rps: float | None = Field(default=None, gt=0)
 
 

@@ -70,6 +70,7 @@ class RunState(Contract):
     agent_deadline: datetime | None = None
     stack: StackInfo | None = None
     armed_at: datetime | None = None
+    base_commit: str | None = None
     trigger: Trigger | None = None
     alert_fired_at: datetime | None = None
     handoff_alerts: list[TriggerSignal] = Field(default_factory=list)

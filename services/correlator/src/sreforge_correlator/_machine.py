@@ -67,7 +67,14 @@ def fold(state: RunState, event: Event, clock: RunClock) -> RunState:
         return _reach(state, "stack_ready", at, stack=_stack_info(event))
     if isinstance(event, FaultArmed):
         deadline = event.armed_at + timedelta(seconds=clock.confirm_fire_seconds)
-        armed = _reach(state, "armed", at, armed_at=event.armed_at, confirm_fire_deadline=deadline)
+        armed = _reach(
+            state,
+            "armed",
+            at,
+            armed_at=event.armed_at,
+            confirm_fire_deadline=deadline,
+            base_commit=event.base_commit,
+        )
         held = armed.trigger
         if armed.phase == "armed" and held is not None:
             return _trigger(armed, held, clock, at)  # its notification was handled first

@@ -18,7 +18,8 @@ from sreforge_contracts import FaultArmed, RunRequested, StackReady, parse_event
 from sreforge_correlator import CorrelatorService, CorrelatorSettings
 from sreforge_recorder import RecorderSettings, recorder_service
 
-from sreforge._run_cli import EXIT_ERROR, EmbeddedEngine, Progress, _Follower
+from sreforge._engine import RunningEngine
+from sreforge._run_cli import EXIT_ERROR, Progress, _Follower
 
 pytestmark = pytest.mark.integration
 
@@ -140,7 +141,7 @@ async def test_a_run_on_a_running_engine_shows_its_phases_and_exits_3_when_abort
 
 async def test_a_run_with_no_verdict_gives_up_at_its_deadline(bus: Bus) -> None:
     """Nothing answers for the run: an error outcome (exit 4) naming the last phase, no hang."""
-    follower = _Follower(EmbeddedEngine(bus), "silent-run-1", Progress(io.StringIO()), 0.3)
+    follower = _Follower(RunningEngine(bus), "silent-run-1", Progress(io.StringIO()), 0.3)
     outcome = await asyncio.wait_for(follower.run(), 10)
     assert outcome.exit_code == EXIT_ERROR
     assert outcome.reason is not None
@@ -153,7 +154,7 @@ async def test_a_crashed_embedded_service_ends_the_run_as_an_error(bus: Bus) -> 
     async def crash() -> None:
         raise RuntimeError("boom")
 
-    engine = EmbeddedEngine(bus, tasks={"oracle": asyncio.create_task(crash())})
+    engine = RunningEngine(bus, tasks={"oracle": asyncio.create_task(crash())})
     follower = _Follower(engine, "crashed-run-1", Progress(io.StringIO()), 60)
     outcome = await asyncio.wait_for(follower.run(), 10)
     assert outcome.exit_code == EXIT_ERROR

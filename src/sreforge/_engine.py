@@ -10,7 +10,9 @@ import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 import structlog
 from sreforge_bus import Bus, Service, bootstrap, connect, follow
@@ -21,7 +23,15 @@ from sreforge._logging import configure_logging
 from sreforge._settings import EngineSettings
 from sreforge._tail import format_event_json, format_event_line
 
-__all__ = ["load_services", "run_engine", "tail_events"]
+__all__ = [
+    "RunningEngine",
+    "advertised_url",
+    "load_services",
+    "run_engine",
+    "running_engine",
+    "tail_events",
+    "wire_defaults",
+]
 
 log = structlog.get_logger("sreforge.engine")
 
@@ -78,6 +88,61 @@ def tail_events(*, run_id: str | None, as_json: bool, only_new: bool) -> int:
     return 0
 
 
+@dataclass
+class RunningEngine:
+    """Services running in this process on one bus; `crashed` says if one stopped early."""
+
+    bus: Bus
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+
+    def crashed(self) -> str | None:
+        """`service <name> stopped: <error>` for the first service that stopped on its own."""
+        for name, task in self.tasks.items():
+            if task.done():
+                error = None if task.cancelled() else task.exception()
+                return f"service {name} stopped: {error!r}"
+        return None
+
+
+@contextlib.asynccontextmanager
+async def running_engine(
+    settings: EngineSettings,
+    services: Sequence[Service],
+    *,
+    embedded: bool = True,
+    store_dir: Path | None = None,
+    advertise: bool = False,
+) -> AsyncIterator[RunningEngine]:
+    """Bootstrap the bus and run `services` in this process until the block exits.
+
+    With no `settings.nats_url` (and `embedded`), a pinned nats-server is started in
+    `store_dir` (a temporary store when None) and stopped afterwards; `advertise` writes
+    it to `engine.json` so other shells find it. Services stop gracefully on exit.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        url = settings.nats_url
+        if url is None:
+            if not embedded:
+                raise EngineNotRunning("`sreforge serve` needs SREFORGE_NATS_URL")
+            server = stack.enter_context(start_nats_server(store_dir=store_dir))
+            if advertise:
+                stack.enter_context(_advertise(settings, server))
+            url = server.url
+            log.info("engine.embedded_nats", url=url, store_dir=str(server.store_dir))
+        bus = await connect(url, name="sreforge-engine")
+        stack.push_async_callback(bus.close)
+        await bootstrap(bus, [route.consumer for service in services for route in service.routes])
+        stop = asyncio.Event()
+        engine = RunningEngine(bus)
+        for service in services:
+            engine.tasks[service.name] = asyncio.create_task(service.run(bus, stop))
+        try:
+            yield engine
+        finally:
+            stop.set()
+            await asyncio.gather(*engine.tasks.values(), return_exceptions=True)
+
+
 async def _serve_until_signalled(
     settings: EngineSettings, services: list[Service], *, embedded: bool
 ) -> None:
@@ -85,16 +150,21 @@ async def _serve_until_signalled(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with _engine_bus(settings, services, embedded=embedded) as bus:
-        tasks = [asyncio.create_task(service.run(bus, stop)) for service in services]
+    async with running_engine(
+        settings, services, embedded=embedded, store_dir=settings.home / "nats", advertise=True
+    ) as engine:
         log.info("engine.ready", services=[service.name for service in services])
-        await stop.wait()
+        stopped = asyncio.create_task(stop.wait())
+        while not stop.is_set():
+            await asyncio.wait([stopped], timeout=1.0)
+            if crash := engine.crashed():
+                log.error("engine.service_crashed", reason=crash)
+                break
         log.info("engine.stopping")
-        await asyncio.gather(*tasks)
 
 
 async def _tail(settings: EngineSettings, subject: str, *, as_json: bool, only_new: bool) -> None:
-    url = settings.nats_url or _advertised_url(settings)
+    url = settings.nats_url or advertised_url(settings)
     if url is None:
         raise EngineNotRunning("no engine to follow: start `sreforge up` or set SREFORGE_NATS_URL")
     bus = await connect(url, name="sreforge-tail")
@@ -110,25 +180,6 @@ async def _tail(settings: EngineSettings, subject: str, *, as_json: bool, only_n
         await bus.close()
 
 
-@contextlib.asynccontextmanager
-async def _engine_bus(
-    settings: EngineSettings, services: list[Service], *, embedded: bool
-) -> AsyncIterator[Bus]:
-    async with contextlib.AsyncExitStack() as stack:
-        url = settings.nats_url
-        if url is None:
-            if not embedded:
-                raise EngineNotRunning("`sreforge serve` needs SREFORGE_NATS_URL")
-            server = stack.enter_context(start_nats_server(store_dir=settings.home / "nats"))
-            stack.enter_context(_advertise(settings, server))
-            url = server.url
-            log.info("engine.embedded_nats", url=url, store_dir=str(server.store_dir))
-        bus = await connect(url, name="sreforge-engine")
-        stack.push_async_callback(bus.close)
-        await bootstrap(bus, [route.consumer for service in services for route in service.routes])
-        yield bus
-
-
 @contextlib.contextmanager
 def _advertise(settings: EngineSettings, server: NatsServer) -> Iterator[None]:
     settings.home.mkdir(parents=True, exist_ok=True)
@@ -140,7 +191,8 @@ def _advertise(settings: EngineSettings, server: NatsServer) -> Iterator[None]:
         settings.engine_file.unlink(missing_ok=True)
 
 
-def _advertised_url(settings: EngineSettings) -> str | None:
+def advertised_url(settings: EngineSettings) -> str | None:
+    """The NATS URL a live `sreforge up` advertises in `engine.json`, if any."""
     try:
         record = json.loads(settings.engine_file.read_text())
     except (FileNotFoundError, json.JSONDecodeError):

@@ -15,11 +15,10 @@ import json
 import sys
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TextIO
 
-from sreforge_bus import Bus, BusError, Service, bootstrap, connect, follow
-from sreforge_bus.embedded import start_nats_server
+from sreforge_bus import BusError, connect, follow
 from sreforge_contracts import (
     RUN_START_SUBJECT,
     BriefReady,
@@ -43,6 +42,16 @@ from sreforge_contracts import (
     parse_event,
 )
 
+from sreforge._engine import (
+    RunningEngine,
+    advertised_url,
+    load_services,
+    running_engine,
+    wire_defaults,
+)
+from sreforge._logging import configure_logging
+from sreforge._settings import EngineSettings
+
 __all__ = [
     "EXIT_ABORTED",
     "EXIT_ERROR",
@@ -51,7 +60,6 @@ __all__ = [
     "Outcome",
     "add_run_command",
     "describe",
-    "embedded_engine",
     "exit_code",
     "format_outcome",
     "format_progress",
@@ -287,57 +295,13 @@ class Progress:
         self._stream.flush()
 
 
-@dataclass
-class EmbeddedEngine:
-    """The in-process engine of one `sreforge run`: its bus and its service tasks."""
-
-    bus: Bus
-    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
-
-    def crashed(self) -> str | None:
-        """`<service>: <error>` for the first service that stopped on its own, else None."""
-        for name, task in self.tasks.items():
-            if task.done():
-                error = None if task.cancelled() else task.exception()
-                return f"service {name} stopped: {error!r}"
-        return None
-
-
-@contextlib.asynccontextmanager
-async def embedded_engine(services: Sequence[Service]) -> AsyncIterator[EmbeddedEngine]:
-    """A nats-server in a temporary store and `services` running in this process.
-
-    Everything (server process, store, tasks, connection) is gone when the block exits.
-    """
-    with start_nats_server() as server:
-        bus = await connect(server.url, name="sreforge-run")
-        try:
-            await bootstrap(bus, [route.consumer for s in services for route in s.routes])
-            stop = asyncio.Event()
-            engine = EmbeddedEngine(bus)
-            for service in services:
-                engine.tasks[service.name] = asyncio.create_task(service.run(bus, stop))
-            try:
-                yield engine
-            finally:
-                stop.set()
-                await asyncio.gather(*engine.tasks.values(), return_exceptions=True)
-        finally:
-            await bus.close()
-
-
 def run_command(args: argparse.Namespace) -> int:
     """Run the trials and return the exit code (the worst trial's)."""
-    from sreforge._engine import _advertised_url
-    from sreforge._logging import configure_logging
-    from sreforge._settings import EngineSettings
-
     settings = EngineSettings()
     configure_logging(settings.log_format, "WARNING")
-    url = settings.nats_url or _advertised_url(settings)
     trial = _Trial(args.scenario, args.agent, args.time_scale, Progress(sys.stderr))
     try:
-        outcomes = asyncio.run(_trials(url, trial, args.trials, as_json=args.json))
+        outcomes = asyncio.run(_trials(settings, trial, args.trials, as_json=args.json))
     except BusError as error:
         print(f"sreforge run: {error}", file=sys.stderr)
         return EXIT_ERROR
@@ -347,9 +311,11 @@ def run_command(args: argparse.Namespace) -> int:
     return max(outcome.exit_code for outcome in outcomes)
 
 
-async def _trials(url: str | None, trial: _Trial, count: int, *, as_json: bool) -> list[Outcome]:
+async def _trials(
+    settings: EngineSettings, trial: _Trial, count: int, *, as_json: bool
+) -> list[Outcome]:
     outcomes: list[Outcome] = []
-    async with _engine(url) as engine:
+    async with _engine(settings) as engine:
         for number in range(1, count + 1):
             if count > 1:
                 print(f"trial {number}/{count}", file=sys.stderr, flush=True)
@@ -360,19 +326,20 @@ async def _trials(url: str | None, trial: _Trial, count: int, *, as_json: bool) 
 
 
 @contextlib.asynccontextmanager
-async def _engine(url: str | None) -> AsyncIterator[EmbeddedEngine]:
+async def _engine(settings: EngineSettings) -> AsyncIterator[RunningEngine]:
+    url = settings.nats_url or advertised_url(settings)
     if url is not None:
         bus = await connect(url, name="sreforge-run", connect_timeout=5.0)
         try:
-            yield EmbeddedEngine(bus)  # no tasks: the engine runs elsewhere
+            yield RunningEngine(bus)  # no tasks: the engine runs elsewhere
         finally:
             await bus.close()
         return
-    from sreforge._engine import load_services
     from sreforge.cli import SERVICE_NAMES
 
     print("no engine running: starting the embedded engine", file=sys.stderr, flush=True)
-    async with embedded_engine(load_services(SERVICE_NAMES)) as engine:
+    wire_defaults(settings)
+    async with running_engine(settings, load_services(SERVICE_NAMES)) as engine:
         yield engine
 
 
@@ -383,7 +350,7 @@ class _Trial:
     time_scale: float
     progress: Progress
 
-    async def run(self, engine: EmbeddedEngine) -> Outcome:
+    async def run(self, engine: RunningEngine) -> Outcome:
         self.progress.restart()
         request = RunStart(scenario=self.scenario, agent=self.agent, time_scale=self.time_scale)
         try:
@@ -415,7 +382,7 @@ class _Follower:
     """Reads one run's events until its record (or its verdict and a grace period)."""
 
     def __init__(
-        self, engine: EmbeddedEngine, run_id: str, progress: Progress, deadline_s: float
+        self, engine: RunningEngine, run_id: str, progress: Progress, deadline_s: float
     ) -> None:
         self._engine = engine
         self._run_id = run_id

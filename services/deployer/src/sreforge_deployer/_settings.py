@@ -10,18 +10,34 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["DeployerSettings", "default_runs_root"]
+__all__ = ["DeployerSettings", "default_runs_root", "default_use_cases"]
 
 
 def default_runs_root() -> Path:
-    """`$XDG_RUNTIME_DIR/sreforge-stacks` if that is set, else `<tmp>/sreforge-stacks`."""
+    """`$XDG_RUNTIME_DIR/stacks` if that is set, else `<tmp>/stacks`.
+
+    The name is neutral on purpose: the agent sees its workspace path under it.
+    """
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = Path(runtime) if runtime else Path(tempfile.gettempdir())
-    return base / "sreforge-stacks"
+    return base / "stacks"
+
+
+def default_use_cases() -> Path:
+    """`SREFORGE_USE_CASES` if set, else the `use-cases/` of this checkout."""
+    configured = os.environ.get("SREFORGE_USE_CASES")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[4] / "use-cases"
 
 
 class DeployerSettings(BaseSettings):
-    """Where stacks live, which ports they may use, which binaries they run."""
+    """Where stacks live, which ports they may use, which binaries they run, CI limits.
+
+    `alert_webhook_base` is where every stack's Alertmanager posts (the run's opaque
+    route is appended); `alert_token_file` holds the bearer token it presents (the
+    trigger's token file). Without a base, pages go nowhere.
+    """
 
     model_config = SettingsConfigDict(env_prefix="SREFORGE_DEPLOYER_", frozen=True)
 
@@ -37,3 +53,9 @@ class DeployerSettings(BaseSettings):
     observability_timeout_seconds: float = Field(default=30.0, gt=0)
     scrape_timeout_seconds: float = Field(default=30.0, gt=0)
     stop_timeout_seconds: float = Field(default=10.0, gt=0)
+    use_cases: Path = Field(default_factory=default_use_cases)
+    alert_webhook_base: str | None = None
+    alert_token_file: Path | None = None
+    ci_timeout_seconds: float = Field(default=300.0, gt=0)
+    ci_output_max_chars: int = Field(default=20000, ge=1000)
+    teardown_timeout_seconds: float = Field(default=30.0, gt=0)

@@ -20,14 +20,14 @@ from sreforge_contracts import (
     Trigger,
 )
 
-from sreforge._run_cli import (
+from sreforge._run_cli import add_run_command
+from sreforge._run_view import (
     EXIT_ABORTED,
     EXIT_ERROR,
     EXIT_FAILED,
     EXIT_PASSED,
     Outcome,
     Progress,
-    add_run_command,
     describe,
     exit_code,
     format_outcome,

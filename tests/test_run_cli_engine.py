@@ -19,7 +19,8 @@ from sreforge_correlator import CorrelatorService, CorrelatorSettings
 from sreforge_recorder import RecorderSettings, recorder_service
 
 from sreforge._engine import RunningEngine
-from sreforge._run_cli import EXIT_ERROR, Progress, _Follower
+from sreforge._run_cli import _Follower
+from sreforge._run_view import EXIT_ERROR, Progress
 
 pytestmark = pytest.mark.integration
 

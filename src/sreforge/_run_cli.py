@@ -14,31 +14,21 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, TextIO
 
 from sreforge_bus import BusError, connect, follow
 from sreforge_contracts import (
     RUN_START_SUBJECT,
-    BriefReady,
-    CiResult,
     ContractError,
-    Deployed,
     Determinism,
     Event,
-    FaultArmed,
-    OracleScore,
     Recorded,
     RunFailed,
     RunRejected,
-    RunRequested,
     RunStart,
     RunStartReply,
-    RunTriggered,
     Scored,
-    StackReady,
-    Submitted,
     parse_event,
 )
 
@@ -50,46 +40,24 @@ from sreforge._engine import (
     wire_defaults,
 )
 from sreforge._logging import configure_logging
+from sreforge._run_view import (
+    EXIT_CODES_HELP,
+    EXIT_ERROR,
+    RECORD_GRACE_S,
+    REJECTION_GRACE_S,
+    Outcome,
+    Progress,
+    describe,
+    format_outcome,
+    format_summary,
+    outcome_json,
+    run_deadline,
+)
 from sreforge._settings import EngineSettings
 
-__all__ = [
-    "EXIT_ABORTED",
-    "EXIT_ERROR",
-    "EXIT_FAILED",
-    "EXIT_PASSED",
-    "Outcome",
-    "add_run_command",
-    "describe",
-    "exit_code",
-    "format_outcome",
-    "format_progress",
-    "format_summary",
-    "run_deadline",
-]
+__all__ = ["add_run_command", "run_command"]
 
-EXIT_PASSED, EXIT_FAILED, EXIT_ABORTED, EXIT_ERROR = 0, 1, 3, 4
-_EXIT_BY_VERDICT = {
-    "passed": EXIT_PASSED,
-    "failed": EXIT_FAILED,
-    "rejected": EXIT_FAILED,
-    "aborted": EXIT_ABORTED,
-    "error": EXIT_ERROR,
-}
-EXIT_CODES_HELP = """\
-exit codes:
-  0  passed
-  1  failed, or rejected (by the CI gate, or run.start refused)
-  3  aborted (setup failed, or the alert never fired: confirm-fire)
-  4  error (an engine error, or no verdict before the run's deadline)
-  with --trials N, the worst of the trials' codes
-"""
-# Allowances for the unscaled parts of a run when deriving its overall deadline.
-_STACK_BOOT_S = 180.0
-_CI_AND_DEPLOY_S = 600.0
-_RECORD_GRACE_S = 30.0
-_REJECTION_GRACE_S = 10.0
 _REPLY_TIMEOUT_S = 15.0
-_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
 def add_run_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,174 +95,6 @@ def _positive(text: str) -> int:
     return value
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """How one trial ended."""
-
-    run_id: str | None
-    verdict: str
-    reason: str | None = None
-    score: OracleScore | None = None
-    record: str | None = None
-
-    @property
-    def exit_code(self) -> int:
-        """The process exit code this outcome stands for."""
-        return exit_code(self.verdict)
-
-
-def exit_code(verdict: str) -> int:
-    """0 passed, 1 failed/rejected, 3 aborted, 4 error (and anything unknown)."""
-    return _EXIT_BY_VERDICT.get(verdict, EXIT_ERROR)
-
-
-def run_deadline(determinism: Determinism, time_scale: float, agent_budget_s: float) -> float:
-    """Seconds after which a run with no verdict is given up on: never hang forever."""
-    windows = determinism.scaled(time_scale)
-    system = (
-        windows.confirm_fire_timeout_seconds
-        + windows.max_clear_time_seconds
-        + windows.sustained_clear_seconds
-    )
-    return _STACK_BOOT_S + system + agent_budget_s + _CI_AND_DEPLOY_S + _RECORD_GRACE_S
-
-
-def describe(event: Event) -> tuple[str, str] | None:
-    """The phase an event marks and a one-line detail, or None for events that are no phase."""
-    if isinstance(event, RunRequested):
-        scale = f"time scale {event.time_scale:g}"
-        return "requested", f"{event.scenario}, agent {event.agent}, {scale}"
-    if isinstance(event, RunRejected):
-        return "rejected", event.reason
-    if isinstance(event, StackReady):
-        return "stack ready", event.stack
-    if isinstance(event, FaultArmed):
-        return "armed", "fault delivered, load running; waiting for the alert"
-    if isinstance(event, RunTriggered):
-        return "triggered", f"{event.trigger.alert_name} fired"
-    if isinstance(event, BriefReady):
-        return "briefed", "the agent has the page"
-    if isinstance(event, Submitted):
-        return "submitted", _submission(event)
-    if isinstance(event, CiResult):
-        return "ci", f"{'green' if event.green else 'red'} in {event.duration_ms / 1000:.1f}s"
-    if isinstance(event, Deployed):
-        return "deployed", _deployment(event)
-    if isinstance(event, Scored):
-        return "scored", f"{event.verdict}, score {event.score.score:.2f}"
-    if isinstance(event, RunFailed):
-        return "failed", f"{event.stage}: {event.reason} ({event.verdict})"
-    if isinstance(event, Recorded):
-        return "recorded", event.path
-    return None
-
-
-def _submission(event: Submitted) -> str:
-    found = event.submission
-    if not found.submitted:
-        return f"no submission ({found.stop_reason or 'agent stopped'})"
-    return f"{len(found.diff.splitlines())} diff lines in {found.duration_ms / 1000:.1f}s"
-
-
-def _deployment(event: Deployed) -> str:
-    if not event.redeployed:
-        return f"{event.service} redeploy failed: {event.error or 'no reason given'}"
-    return f"{event.service} redeployed (readiness {event.readiness})"
-
-
-def format_progress(elapsed_s: float, phase: str, detail: str) -> str:
-    """One progress line: `  12.3s  triggered    BookshelfApiLatencyP99High fired`."""
-    return f"{elapsed_s:7.1f}s  {phase:<12} {detail}".rstrip()
-
-
-def format_outcome(outcome: Outcome) -> str:
-    """The verdict, the score with one line per signal, and the record path."""
-    lines = [f"verdict: {outcome.verdict}" + (f" (run {outcome.run_id})" if outcome.run_id else "")]
-    if outcome.reason:
-        lines.append(f"reason:  {outcome.reason}")
-    if outcome.score is not None:
-        lines.append(f"score:   {outcome.score.score:.2f}")
-        for signal in outcome.score.signals:
-            mark = "✓" if signal.satisfied else "✗"
-            detail = f"  {signal.detail}" if signal.detail else ""
-            weight = f"weight {signal.weight:.2f}"
-            lines.append(f"  {mark} {signal.id:<16} {signal.value:4.2f}  {weight}{detail}")
-    lines.append(f"record:  {outcome.record or '(none written)'}")
-    return "\n".join(lines)
-
-
-def format_summary(outcomes: Sequence[Outcome]) -> str:
-    """`N trials: passed 2, failed 1; pass rate 67%; mean score 0.81 ± 0.05 (std. error)`."""
-    counts: dict[str, int] = {}
-    for outcome in outcomes:
-        counts[outcome.verdict] = counts.get(outcome.verdict, 0) + 1
-    tally = ", ".join(f"{verdict} {count}" for verdict, count in sorted(counts.items()))
-    rate = 100 * counts.get("passed", 0) / len(outcomes)
-    text = f"{len(outcomes)} trials: {tally}; pass rate {rate:.0f}%"
-    scores = [o.score.score for o in outcomes if o.score is not None]
-    if scores:
-        mean = sum(scores) / len(scores)
-        spread = sum((s - mean) ** 2 for s in scores) / max(len(scores) - 1, 1)
-        text += f"; mean score {mean:.2f} ± {(spread / len(scores)) ** 0.5:.2f} (std. error)"
-    return text
-
-
-def _outcome_json(outcome: Outcome) -> str:
-    payload: dict[str, Any] = {
-        "run_id": outcome.run_id,
-        "verdict": outcome.verdict,
-        "exit_code": outcome.exit_code,
-        "reason": outcome.reason,
-        "score": outcome.score.model_dump(mode="json") if outcome.score else None,
-        "record": outcome.record,
-    }
-    return json.dumps(payload)
-
-
-class Progress:
-    """Phase lines on stderr with the elapsed time; a spinner line while waiting on a TTY."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._tty = stream.isatty()
-        self._start = time.monotonic()
-        self._ticks = 0
-        self.last_phase = "submitting"
-
-    @property
-    def tick_s(self) -> float:
-        """How often the waiting line is redrawn (and the engine checked)."""
-        return 0.1 if self._tty else 0.5
-
-    def restart(self) -> None:
-        """Measure elapsed time from now (a new trial)."""
-        self._start = time.monotonic()
-        self.last_phase = "submitting"
-
-    def phase(self, phase: str, detail: str) -> None:
-        """Print a phase line."""
-        self.last_phase = phase
-        self._write(format_progress(time.monotonic() - self._start, phase, detail) + "\n")
-
-    def done(self) -> None:
-        """Clear the spinner line before the verdict is printed."""
-        if self._tty:
-            self._write("", newline=False)
-
-    def wait(self) -> None:
-        """Redraw the spinner line (TTY only)."""
-        if self._tty:
-            self._ticks += 1
-            spin = _SPINNER[self._ticks % len(_SPINNER)]
-            elapsed = time.monotonic() - self._start
-            self._write(f"{elapsed:7.1f}s  {spin} {self.last_phase} …", newline=False)
-
-    def _write(self, text: str, newline: bool = True) -> None:
-        prefix = "\r\x1b[2K" if self._tty else ""
-        self._stream.write(prefix + text)
-        self._stream.flush()
-
-
 def run_command(args: argparse.Namespace) -> int:
     """Run the trials and return the exit code (the worst trial's)."""
     settings = EngineSettings()
@@ -321,7 +121,7 @@ async def _trials(
                 print(f"trial {number}/{count}", file=sys.stderr, flush=True)
             outcome = await trial.run(engine)
             outcomes.append(outcome)
-            print(_outcome_json(outcome) if as_json else format_outcome(outcome), flush=True)
+            print(outcome_json(outcome) if as_json else format_outcome(outcome), flush=True)
     return outcomes
 
 
@@ -360,7 +160,7 @@ class _Trial:
             return Outcome(None, "error", reason=f"run.start got no answer: {error}")
         if reply.run_id is None:
             return Outcome(None, "rejected", reason=reply.error)
-        deadline = _REJECTION_GRACE_S if not reply.accepted else self._deadline()
+        deadline = REJECTION_GRACE_S if not reply.accepted else self._deadline()
         outcome = await _Follower(engine, reply.run_id, self.progress, deadline).run()
         self.progress.done()
         if not reply.accepted:  # the record (if any) says aborted; the command was refused
@@ -419,7 +219,7 @@ class _Follower:
                 return self._ended(event.verdict, event.path)
             if isinstance(event, Scored | RunFailed | RunRejected) and self._verdict is None:
                 self._verdict = event
-                self._deadline = min(self._deadline, time.monotonic() + _RECORD_GRACE_S)
+                self._deadline = min(self._deadline, time.monotonic() + RECORD_GRACE_S)
         if self._verdict is not None:
             return self._ended(None, None)
         return Outcome(

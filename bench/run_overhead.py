@@ -1,0 +1,126 @@
+"""Engine overhead of a whole run: wall time against the run's inherent phases.
+
+Runs `sreforge run <scenario> --agent reference` (default latency-cache-stampede at time
+scale 0.1) as an operator would, on the embedded engine, then reads the run's record and
+event log and prints, side by side:
+
+- the wall time of the command, and the inherent time (stack boot + arming and the
+  confirm-fire wait + agent + CI + redeploy + grading, from the record's phase timings);
+  their ratio is the engine's overhead (target ≤ 1.02, SPEC §11);
+- the hop from the webhook arriving at the trigger (TriggerFired) to the run being
+  triggered (RunTriggered), and from Prometheus starting to fire to the webhook arriving
+  (Alertmanager's group wait, scaled, dominates that one).
+
+    python bench/run_overhead.py [--scenario ID] [--time-scale 0.1] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+INHERENT_PHASES = ("stack", "arm", "trigger", "run", "ci", "redeploy", "verify")
+
+
+def main() -> int:
+    """Run the reference agent `--repeat` times and print the overhead figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="latency-cache-stampede")
+    parser.add_argument("--time-scale", type=float, default=0.1)
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    ratios = []
+    for number in range(1, args.repeat + 1):
+        figures = measure(args.scenario, args.time_scale)
+        ratios.append(figures.wall_s / figures.inherent_s)
+        print(
+            f"run {number}: verdict {figures.verdict}  wall {figures.wall_s:.1f} s  "
+            f"inherent {figures.inherent_s:.1f} s  ratio {ratios[-1]:.3f} (target ≤ 1.02)\n"
+            f"  phases (s): {figures.phases}\n"
+            f"  webhook received → run triggered: {figures.hop_ms:.1f} ms;  "
+            f"alert firing → webhook received: {figures.page_s:.2f} s"
+        )
+    if args.repeat > 1:
+        print(f"ratio median {statistics.median(ratios):.3f} over {args.repeat} runs")
+    return 0
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """What one measured run gives."""
+
+    verdict: str
+    wall_s: float
+    inherent_s: float
+    phases: dict[str, float]
+    hop_ms: float
+    page_s: float
+
+
+def measure(scenario: str, time_scale: float) -> RunFigures:
+    """One reference run; the figures read back from its record and event log."""
+    with tempfile.TemporaryDirectory(prefix="run-overhead-") as scratch:
+        root = Path(scratch)
+        env = {
+            **os.environ,
+            "SREFORGE_HOME": str(root / "home"),
+            "SREFORGE_RECORDER_RUNS_DIR": str(root / "runs"),
+            "SREFORGE_RECORDER_BANK": "false",
+        }
+        env.pop("SREFORGE_NATS_URL", None)
+        command = [sys.executable, "-m", "sreforge", "run", scenario, "--agent", "reference"]
+        command += ["--time-scale", str(time_scale), "--json"]
+        started = time.monotonic()
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        wall_s = time.monotonic() - started
+        if done.returncode != 0:
+            sys.exit(f"run failed ({done.returncode}):\n{done.stdout}\n{done.stderr[-3000:]}")
+        outcome = json.loads(done.stdout.strip().splitlines()[-1])
+        run_dir = root / "runs" / outcome["run_id"]
+        record = json.loads((run_dir / "record.json").read_text())
+        events = [json.loads(line) for line in (run_dir / "events.jsonl").open()]
+    phases = {name: record["timings"].get(name) or 0.0 for name in INHERENT_PHASES}
+    return RunFigures(
+        verdict=str(record["verdict"]),
+        wall_s=wall_s,
+        inherent_s=sum(phases.values()) / 1000,
+        phases={name: round(ms / 1000, 1) for name, ms in phases.items()},
+        hop_ms=_between(events, "TriggerFired", "RunTriggered") * 1000,
+        page_s=_page_delay(events),
+    )
+
+
+def _event_time(events: list[dict[str, object]], kind: str) -> datetime:
+    for event in events:
+        body = event.get("event", event)
+        if isinstance(body, dict) and body.get("type") == kind:
+            return datetime.fromisoformat(str(body["occurred_at"]))
+    raise SystemExit(f"no {kind} in the run's event log")
+
+
+def _between(events: list[dict[str, object]], first: str, then: str) -> float:
+    return (_event_time(events, then) - _event_time(events, first)).total_seconds()
+
+
+def _page_delay(events: list[dict[str, object]]) -> float:
+    for event in events:
+        body = event.get("event", event)
+        if isinstance(body, dict) and body.get("type") == "RunTriggered":
+            trigger = body["trigger"]
+            assert isinstance(trigger, dict)
+            fired = datetime.fromisoformat(str(trigger["fired_at"]))
+            return (_event_time(events, "TriggerFired") - fired).total_seconds()
+    raise SystemExit("no RunTriggered in the run's event log")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -58,9 +58,11 @@ def _build_parser() -> argparse.ArgumentParser:
     validate.add_argument("path", nargs="?", help="a scenario folder (default: all)")
     validate.set_defaults(handler=_scenarios_validate)
 
+    from sreforge._agents_cli import add_agents_commands
     from sreforge._run_cli import add_run_command
 
     add_run_command(verbs)
+    add_agents_commands(verbs)
     _add_stack_commands(verbs)
     return parser
 

@@ -17,7 +17,7 @@ from sreforge_correlator import (
     decide_start,
     new_plan,
 )
-from sreforge_correlator._settings import default_use_cases
+from sreforge_correlator._settings import CorrelatorSettings, default_use_cases
 
 from .conftest import T0
 
@@ -125,3 +125,18 @@ def test_minted_routes_are_opaque_and_distinct() -> None:
         assert all(c in "0123456789abcdef" for c in plan.alert_route)
         assert plan.run_id not in plan.alert_route
     assert all(re.fullmatch(RUN_ID_PATTERN, plan.run_id) for plan in plans)
+
+
+def test_a_scripted_fixture_is_accepted_as_the_scripted_profile() -> None:
+    """`scripted:<fixture>` runs the scripted rein on a named fixture, so it is a known agent."""
+    decision = _decide(scenario="latency-cache-stampede", agent="scripted:longer-ttl.patch")
+    assert isinstance(decision, Accepted)
+    assert decision.state.agent == "scripted:longer-ttl.patch"
+
+
+def test_every_profile_in_the_catalog_is_a_known_agent(tmp_path: Path) -> None:
+    """An operator adds an agent by dropping `agents/<name>.toml`; the correlator accepts it."""
+    (tmp_path / "my-agent.toml").write_text("name = 'my-agent'\n")
+    settings = CorrelatorSettings(agents_dir=tmp_path)
+    assert "my-agent" in settings.known_agents
+    assert set(BUILTIN_AGENTS) <= settings.known_agents

@@ -157,6 +157,12 @@ def project(tmp_path: Path) -> Project:
 
 
 @pytest.fixture
-def settings(project: Project) -> RunnerSettings:
-    """Runner settings over the project's use-cases root, with a short kill grace."""
-    return RunnerSettings(use_cases_root=project.use_cases, kill_grace_seconds=0.5)
+def settings(project: Project, tmp_path: Path) -> RunnerSettings:
+    """Runner settings over the project's use-cases root and the repo's catalog, with a
+    private readiness store and a short kill grace."""
+    return RunnerSettings(
+        use_cases_root=project.use_cases,
+        agents_dir=REPO_ROOT / "agents",
+        readiness_dir=tmp_path / "readiness",
+        kill_grace_seconds=0.5,
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -15,8 +16,10 @@ from sreforge_bus import STREAM, Bus, bootstrap
 from sreforge_bus.testing import consumer_settled, poll
 from sreforge_contracts import (
     AgentContext,
+    AgentTranscript,
     BriefReady,
     EvalOnly,
+    OperationalReadiness,
     RunContract,
     RunFailed,
     RunState,
@@ -27,7 +30,7 @@ from sreforge_contracts import (
     Submitted,
     parse_event,
 )
-from sreforge_runner import RunnerSettings, build_service, claim_key, head_commit
+from sreforge_runner import ProbeRecord, RunnerSettings, build_service, claim_key, head_commit
 
 pytestmark = pytest.mark.integration
 
@@ -115,6 +118,11 @@ def added_lines(patch: Path) -> list[str]:
     """The `+` lines of a patch (without the `+++` header)."""
     lines = patch.read_text().splitlines()
     return [line for line in lines if line.startswith("+") and not line.startswith("+++")]
+
+
+def read_transcript(ref: str) -> AgentTranscript:
+    """The agent-transcript file a submission points at."""
+    return AgentTranscript.model_validate_json(Path(ref).read_text())
 
 
 def commits_since(workspace: Path, base: str) -> int:
@@ -225,3 +233,70 @@ async def test_a_runner_restarted_mid_session_submits_what_the_workspace_holds(
     assert "+PATCHED = True" in submission.diff.splitlines()
     assert ".sreforge" not in submission.diff
     assert commits_since(workspace, base) == 0  # the reference fix was not applied
+
+
+async def test_a_blocked_profile_is_refused_before_any_sandbox_exists(
+    runner: Bus, project: Any, settings: RunnerSettings
+) -> None:
+    """A stored blocked probe: RunFailed names owner and evidence; no agent dir, no claim."""
+    settings.readiness_dir.mkdir(parents=True, exist_ok=True)
+    blocked = OperationalReadiness(
+        state="blocked", owner="infra", evidence="codex not installed on this runner"
+    )
+    record = ProbeRecord(
+        profile="codex", readiness=blocked, checks=(), checked_at=datetime.now(UTC)
+    )
+    (settings.readiness_dir / "codex.json").write_text(record.model_dump_json())
+    await deliver_twice(runner, await start_run(runner, project, "run-blocked", "codex"))
+    found = await stored(runner, "sreforge.run.run-blocked.RunFailed")
+    assert len(found) == 1
+    failed = parse_event(found[0])
+    assert isinstance(failed, RunFailed)
+    assert "refused at resolution" in failed.reason
+    assert "owner: infra" in failed.reason
+    assert "codex not installed" in failed.reason
+    assert not (project.workspace.parent / "agent").exists()
+    assert await runner.runs.get(claim_key("run-blocked")) is None
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+async def test_a_cli_agent_profile_runs_sandboxed_and_submits(
+    bus: Bus, project: Any, settings: RunnerSettings, tmp_path: Path
+) -> None:
+    """A catalog profile with the `command` rein: the fake CLI agent reads the page inside
+    bubblewrap, edits and submits; the Submitted evidence says host-sandboxed."""
+    install = tmp_path / "fake-install"
+    install.mkdir()
+    shutil.copy(Path(__file__).parent / "fixtures" / "fake-agent", install / "fake-agent")
+    agents = tmp_path / "agents"
+    shutil.copytree(settings.agents_dir, agents)
+    (agents / "fake-cli.toml").write_text(
+        'name = "fake-cli"\nrein = "command"\nsandbox = "host-sandboxed"\n'
+        "[limits]\nsession_start_s = 30\nidle_s = 30\ntotal_s = 60\n"
+        f'[command]\npreset = "custom"\nexecutable = "{install}/fake-agent"\n'
+        f'args = ["--prompt-file", "{{prompt_file}}"]\ninstall_paths = ["{install}"]\n'
+    )
+    service = build_service(settings.model_copy(update={"agents_dir": agents}))
+    await bootstrap(bus, [route.consumer for route in service.routes])
+    stop = asyncio.Event()
+    task = asyncio.create_task(service.run(bus, stop))
+    try:
+        brief = await start_run(bus, project, "run-cli", "fake-cli")
+        brief = brief.model_copy(update={"page": "# Slow\n\nEdit file: tuned.py\n"})
+        await deliver_twice(bus, brief)
+        submission = await only_submission(bus, "run-cli")
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+    assert submission.submitted, submission.evidence
+    assert submission.evidence["confinement"] == "host-sandboxed"
+    assert submission.evidence["proof_run"] is True
+    assert "+TTL = 60" in submission.diff.splitlines()
+    assert "Edit file" not in json.dumps(submission.evidence)
+    assert submission.transcript_ref is not None
+    header = read_transcript(submission.transcript_ref)
+    assert (header.confinement, header.run_id, header.harness) == (
+        "host-sandboxed",
+        "run-cli",
+        "fake-cli",
+    )

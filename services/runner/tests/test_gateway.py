@@ -7,8 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sreforge_contracts import load_scenario
+from sreforge_contracts import (
+    HarnessProfile,
+    OperationalReadiness,
+    ResolvedExecutionContext,
+    load_scenario,
+)
 from sreforge_runner import (
+    Budgets,
     CommandRein,
     Dispatch,
     HostSandbox,
@@ -21,6 +27,16 @@ from sreforge_runner import (
     resolve_rein,
     workspace_diff,
 )
+
+
+def context(rein: str = "scripted") -> ResolvedExecutionContext:
+    """A resolved context for a ready built-in profile."""
+    return ResolvedExecutionContext(
+        request_id="run-test",
+        profile=HarnessProfile(name=rein, rein=rein),  # type: ignore[arg-type]
+        readiness=OperationalReadiness(state="ready", evidence="test"),
+        proof_run=False,
+    )
 
 
 def test_builtin_profiles_resolve(project: Any, settings: RunnerSettings) -> None:
@@ -82,7 +98,7 @@ class Flaky:
     async def start_session(self, sandbox: HostSandbox) -> None:
         self._call("start")
 
-    async def dispatch(self, sandbox: HostSandbox, budget_s: float) -> Dispatch:
+    async def dispatch(self, sandbox: HostSandbox, budgets: Budgets) -> Dispatch:
         self._call("dispatch")
         return Dispatch(stop_reason="exited", duration_ms=1.0, exit_code=0)
 
@@ -96,29 +112,33 @@ class Flaky:
 async def test_a_failed_start_still_cleans_up_and_is_the_primary_failure(
     tiny_repo: Path, tmp_path: Path
 ) -> None:
-    """session_start fails → no dispatch, cleanup and teardown still run; first failure wins."""
+    """session_start fails → no dispatch, cleanup and destroy still run and are reported
+    separately; the first failure stays primary."""
     rein = Flaky(fail={"start", "cleanup"})
     sandbox = HostSandbox(tiny_repo, tmp_path / "agent", RunnerSettings())
-    result = await drive(rein, sandbox, 5)
+    run = await drive(context(), rein, sandbox, Budgets(5))
     assert rein.calls == ["start", "cleanup"]
-    assert result.dispatch is None
-    assert [f.stage for f in result.failures] == ["session_start", "cleanup"]
-    assert result.primary is not None
-    assert result.primary.error == "RuntimeError: start broke"
-    assert not sandbox.home.exists()  # teardown ran
-    assert result.evidence()["failures"] == [
-        {"stage": "session_start", "error": "RuntimeError: start broke"},
-        {"stage": "cleanup", "error": "RuntimeError: cleanup broke"},
-    ]
+    assert run.dispatch is None
+    evidence = run.result.evidence
+    assert [f.stage for f in evidence.failures] == ["session_start", "teardown"]
+    assert run.primary is not None
+    assert run.primary.error == "RuntimeError: start broke"
+    assert (evidence.failure_stage, evidence.outcome) == ("session_start", "failed")
+    assert (evidence.session_cleanup, evidence.sandbox_destroy) == ("failed", "succeeded")
+    assert not run.ok
+    assert not sandbox.home.exists()  # destroy ran
 
 
 async def test_a_sandbox_that_cannot_be_created_stops_before_the_session(tmp_path: Path) -> None:
-    """No git checkout → sandbox_create fails; the rein never starts."""
+    """No git checkout → sandbox_create fails; the rein never starts; teardown still runs."""
     rein = Flaky()
-    result = await drive(rein, HostSandbox(tmp_path, tmp_path / "agent", RunnerSettings()), 5)
+    sandbox = HostSandbox(tmp_path, tmp_path / "agent", RunnerSettings())
+    run = await drive(context(), rein, sandbox, Budgets(5))
     assert rein.calls == ["cleanup"]
-    assert result.primary is not None
-    assert result.primary.stage == "sandbox_create"
+    assert run.primary is not None
+    assert run.primary.stage == "sandbox_create"
+    assert run.result.evidence.sandbox_destroy == "succeeded"
+    assert run.result.evidence.confinement is None
 
 
 def _added_lines(patch: Path) -> list[str]:
@@ -134,10 +154,11 @@ async def test_the_reference_rein_applies_commits_and_submits(
     base = head_commit(workspace)
     rein = resolve_rein("reference", {}, load_scenario(project.scenario_dir), settings)
     sandbox = HostSandbox(workspace, workspace.parent / "agent", settings)
-    result = await drive(rein, sandbox, 60)
-    assert result.ok, result.failures
-    assert result.dispatch is not None
-    assert result.dispatch.exit_code == 0, sandbox.log_path.read_text()
+    run = await drive(context("reference"), rein, sandbox, Budgets(60))
+    assert run.ok, run.result.evidence.failures
+    assert run.dispatch is not None
+    assert run.dispatch.exit_code == 0, sandbox.log_path.read_text()
+    assert run.result.evidence.confinement == "host-open"
     assert read_sentinel(workspace) is not None
     assert head_commit(workspace) != base
     diff = workspace_diff(workspace, base).splitlines()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import psutil
 import pytest
-from sreforge_runner import HostSandbox, RunnerSettings, run_in_group
+from sreforge_runner import Budgets, HostSandbox, RunnerSettings, run_in_group
 
 
 def _gone(pid: int) -> bool:
@@ -105,3 +107,58 @@ async def test_the_agent_env_is_scrubbed_with_a_fresh_home(
     sandbox.destroy()
     assert not sandbox.home.exists()
     assert sandbox.log_path.exists()
+
+
+async def test_no_output_before_session_start_fires_that_budget(tmp_path: Path) -> None:
+    """An agent that never speaks is stopped by the session-start budget, not the total."""
+    outcome = await run_in_group(
+        ["/bin/sh", "-c", "sleep 300"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        budget_s=Budgets(total_s=60, idle_s=30, session_start_s=0.5),
+        log_path=tmp_path / "out.log",
+        grace_s=0.3,
+    )
+    assert outcome.timeout == "session_start"
+    assert not outcome.saw_output
+    assert outcome.duration_s < 20
+
+
+async def test_steady_output_keeps_the_idle_watchdog_quiet_until_it_stops(tmp_path: Path) -> None:
+    """Output every 0.2 s resets the idle clock; the silence after it fires `idle`."""
+    script = "for i in 1 2 3 4 5 6 7 8; do echo tick $i; sleep 0.2; done; sleep 300"
+    outcome = await run_in_group(
+        ["/bin/sh", "-c", script],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        budget_s=Budgets(total_s=60, idle_s=1.0, session_start_s=10),
+        log_path=tmp_path / "out.log",
+        transcript_path=tmp_path / "stream.jsonl",
+        grace_s=0.3,
+    )
+    assert outcome.timeout == "idle"
+    assert outcome.duration_s > 1.6  # the ticks (8 x 0.2 s) all came before it fired
+    lines = [json.loads(line) for line in (tmp_path / "stream.jsonl").read_text().splitlines()]
+    assert [line["text"] for line in lines] == [f"tick {i}" for i in range(1, 9)]
+    stamps = [datetime.fromisoformat(line["t"]) for line in lines]
+    assert stamps == sorted(stamps)
+    assert stamps[-1] - stamps[0] > timedelta(seconds=1)
+
+
+async def test_stdin_is_closed_and_both_streams_are_stamped(tmp_path: Path) -> None:
+    """stdin reads EOF at once; stdout and stderr lines are kept apart, a partial last
+    line is marked."""
+    script = "cat; echo out; echo err >&2; printf tail"
+    outcome = await run_in_group(
+        ["/bin/sh", "-c", script],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        budget_s=Budgets(total_s=20, idle_s=10, session_start_s=10),
+        log_path=tmp_path / "out.log",
+        transcript_path=tmp_path / "stream.jsonl",
+    )
+    assert outcome.exit_code == 0
+    assert outcome.timeout is None
+    lines = [json.loads(line) for line in (tmp_path / "stream.jsonl").read_text().splitlines()]
+    simple = sorted((line["stream"], line["text"], line.get("partial", False)) for line in lines)
+    assert simple == [("stderr", "err", False), ("stdout", "out", False), ("stdout", "tail", True)]

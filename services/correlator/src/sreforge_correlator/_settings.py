@@ -9,10 +9,18 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["BUILTIN_AGENTS", "CorrelatorSettings", "default_use_cases"]
+__all__ = ["BUILTIN_AGENTS", "CorrelatorSettings", "default_agents_dir", "default_use_cases"]
 
 BUILTIN_AGENTS = ("noop", "reference", "scripted")
 """Agent profiles every engine knows (the first reins of the runner)."""
+
+
+def default_agents_dir() -> Path:
+    """`SREFORGE_AGENTS` (as the runner reads it), else the `agents/` catalog of this checkout."""
+    configured = os.environ.get("SREFORGE_AGENTS")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[4] / "agents"
 
 
 def default_use_cases() -> Path:
@@ -32,6 +40,8 @@ class CorrelatorSettings(BaseSettings):
     """The root holding `<use-case>/scenarios/<id>/scenario.toml`."""
     agents: Annotated[tuple[str, ...], NoDecode] = ()
     """Agent profiles known besides the built-in ones (comma-separated in the env)."""
+    agents_dir: Path = Field(default_factory=default_agents_dir)
+    """The profile catalog: every `<name>.toml` in it is a known agent."""
     agent_budget_seconds: float = Field(default=1800.0, gt=0)
     """The agent's wall-clock budget, recorded as the run's agent deadline (never scaled)."""
     correlation_window_seconds: float = Field(default=60.0, gt=0)
@@ -50,5 +60,6 @@ class CorrelatorSettings(BaseSettings):
 
     @property
     def known_agents(self) -> frozenset[str]:
-        """Built-in profiles plus the configured ones."""
-        return frozenset((*BUILTIN_AGENTS, *self.agents))
+        """Built-in profiles, the catalog's profiles and the configured ones."""
+        catalog = (path.stem for path in self.agents_dir.glob("*.toml"))
+        return frozenset((*BUILTIN_AGENTS, *catalog, *self.agents))

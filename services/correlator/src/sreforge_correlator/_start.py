@@ -99,7 +99,8 @@ def decide_start(
         start = parse_run_start(body)
     except ContractError as error:
         return _reject(plan, str(error), _scenario_named(body))
-    if start.agent not in agents:
+    # `scripted:<fixture>` names a file for the scripted rein; the profile is `scripted`.
+    if start.agent.partition(":")[0] not in agents:
         known = ", ".join(sorted(agents))
         reason = f"run.start: agent: unknown agent profile {start.agent!r} (known: {known})"
         return _reject(plan, reason, start.scenario)

@@ -1,23 +1,39 @@
-"""The SREForge runner service: the agent gateway's first shape (SPEC §8).
+"""The SREForge runner service: the agent gateway (SPEC §8, harness contract 1.0).
 
-On BriefReady it claims the run, drives the run's agent profile through a `Rein`
-in a `host-open` sandbox (own process group, scrubbed env, fresh HOME, cwd = the
-workspace, a wall budget that kills the whole group), gives the agent a `submit`
-command, then publishes Submitted with the diff against the base commit, whether
-the agent submitted, its RCA and secret-free evidence.
+On BriefReady it resolves the run's agent profile from the catalog (`agents/*.toml`)
+and its readiness (a blocked profile is refused before any sandbox exists), claims
+the run, and drives the profile's rein through the gateway in a `host-open` or
+`host-sandboxed` (bubblewrap) sandbox with separate session-start, idle and total
+budgets. The agent gets a `submit` command; the runner publishes Submitted with
+the diff against the base commit, whether the agent submitted, its RCA and
+publishable `ExecutionEvidence`.
 """
 
 from sreforge_runner._adapter import CONSUMER, SERVICE, build_service
+from sreforge_runner._catalog import catalog_name, find_profile, load_catalog, load_profile
+from sreforge_runner._cli_agent import SUBMIT_ON_EXIT, CliAgentRein, build_prompt
 from sreforge_runner._diff import head_commit, workspace_diff
 from sreforge_runner._errors import (
     DiffError,
     ProfileError,
+    ProfileRefused,
     RunnerError,
     SandboxError,
+    SessionError,
 )
-from sreforge_runner._gateway import GatewayResult, Stage, StageFailure, drive
+from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
 from sreforge_runner._handoff import RunnerHandler, claim_key
-from sreforge_runner._process import ProcessOutcome, kill_group, run_in_group
+from sreforge_runner._native import NATIVE_DIR, NATIVE_GLOBS, collect_native
+from sreforge_runner._openai_rein import MODEL_CALLS_FILE, TOOLS, OpenAIRein
+from sreforge_runner._process import Budgets, ProcessOutcome, kill_group, run_in_group
+from sreforge_runner._proxy import ModelProxy, ProxyFlavor, usage_of
+from sreforge_runner._readiness import (
+    ProbeCheck,
+    ProbeRecord,
+    check_profile,
+    effective_readiness,
+    stored_probe,
+)
 from sreforge_runner._reins import (
     CommandRein,
     Dispatch,
@@ -27,7 +43,7 @@ from sreforge_runner._reins import (
     resolve_rein,
     script_rein,
 )
-from sreforge_runner._sandbox import CONFINEMENT, HostSandbox
+from sreforge_runner._sandbox import CONFINEMENT, SESSION_MARKER, HostSandbox
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import (
     RCA_FILE,
@@ -38,41 +54,78 @@ from sreforge_runner._submit import (
     install_submit,
     read_sentinel,
 )
+from sreforge_runner._transcript import (
+    TRANSCRIPT_FILE,
+    redact,
+    route_secrets,
+    scrub_file,
+    write_transcript,
+)
 
 __all__ = [
     "CONFINEMENT",
     "CONSUMER",
+    "MODEL_CALLS_FILE",
+    "NATIVE_DIR",
+    "NATIVE_GLOBS",
     "RCA_FILE",
     "SENTINEL_DIR",
     "SENTINEL_FILE",
     "SERVICE",
+    "SESSION_MARKER",
+    "SUBMIT_ON_EXIT",
+    "TOOLS",
+    "TRANSCRIPT_FILE",
+    "Budgets",
+    "CliAgentRein",
     "CommandRein",
     "DiffError",
     "Dispatch",
-    "GatewayResult",
+    "GatewayRun",
     "HostSandbox",
+    "ModelProxy",
     "NoopRein",
+    "OpenAIRein",
+    "ProbeCheck",
+    "ProbeRecord",
     "ProcessOutcome",
     "ProfileError",
+    "ProfileRefused",
+    "ProxyFlavor",
     "Rein",
     "RunnerError",
     "RunnerHandler",
     "RunnerSettings",
     "SandboxError",
     "Sentinel",
-    "Stage",
-    "StageFailure",
+    "SessionError",
+    "build_prompt",
     "build_service",
+    "catalog_name",
+    "check_profile",
     "claim_key",
+    "collect_native",
     "drive",
+    "effective_readiness",
     "exclude_sentinel_dir",
+    "find_profile",
     "head_commit",
     "install_submit",
     "kill_group",
+    "load_catalog",
+    "load_profile",
     "patch_rein",
     "read_sentinel",
+    "redact",
+    "refusal",
+    "resolve",
     "resolve_rein",
+    "route_secrets",
     "run_in_group",
     "script_rein",
+    "scrub_file",
+    "stored_probe",
+    "usage_of",
     "workspace_diff",
+    "write_transcript",
 ]

@@ -1,7 +1,8 @@
 """The runner service's exception tree.
 
 RunnerError
-├── ProfileError      the agent profile is unknown or its script/patch cannot be found
+├── ProfileError      the agent profile is unknown, invalid, or its script/patch cannot be found
+│   └── ProfileRefused  resolution refused the profile (unknown, disabled, blocked)
 ├── SandboxError      the agent's sandbox (dirs, submit, env) could not be made or removed
 ├── SessionError      a rein failed to start, drive or end its session
 └── DiffError         git could not compute the submission's diff
@@ -9,7 +10,19 @@ RunnerError
 
 from __future__ import annotations
 
-__all__ = ["DiffError", "ProfileError", "RunnerError", "SandboxError"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sreforge_contracts import HarnessProfile
+
+__all__ = [
+    "DiffError",
+    "ProfileError",
+    "ProfileRefused",
+    "RunnerError",
+    "SandboxError",
+    "SessionError",
+]
 
 
 class RunnerError(Exception):
@@ -20,8 +33,20 @@ class ProfileError(RunnerError):
     """The run's agent profile does not resolve to a rein."""
 
 
+class ProfileRefused(ProfileError):
+    """Resolution refused the request before any sandbox existed; names why."""
+
+    def __init__(self, message: str, profile: HarnessProfile | None) -> None:
+        super().__init__(message)
+        self.profile = profile
+
+
 class SandboxError(RunnerError):
     """The host sandbox could not be created or destroyed."""
+
+
+class SessionError(RunnerError):
+    """A rein could not start, drive or end its session."""
 
 
 class DiffError(RunnerError):

@@ -1,99 +1,206 @@
-"""The gateway: create the sandbox, drive a rein through its session, always clean up.
+"""The gateway: resolve → create sandbox → start → dispatch → end → cleanup → destroy.
 
-Stages, in order: `sandbox_create`, `session_start`, `execution`, `session_end`,
-then `cleanup` (the rein's `cleanup_session`) and `teardown` (the sandbox's
-destroy), which are attempted whatever happened before. Every failure is kept;
-the first one is the primary.
+`resolve` binds a request to its catalog profile and readiness before anything
+exists: an unknown or disabled profile, or a blocked one (its owner and evidence
+in the refusal), is refused there. `drive` then runs the lifecycle; once the
+sandbox exists, the rein's cleanup and the sandbox's destroy are attempted on
+every path and reported separately. Every failure is kept and the first is the
+primary. The evidence is safe to publish: no prompt, output or secret value.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TypeVar
 
-from pydantic import JsonValue
+from sreforge_contracts import (
+    ExecutionEvidence,
+    ExecutionRequest,
+    FailureStage,
+    GatewayResult,
+    HarnessProfile,
+    ResolvedExecutionContext,
+    StageError,
+)
 
+from sreforge_runner._catalog import find_profile
+from sreforge_runner._errors import ProfileError, ProfileRefused
+from sreforge_runner._process import Budgets
+from sreforge_runner._readiness import effective_readiness
 from sreforge_runner._reins import Dispatch, Rein
-from sreforge_runner._sandbox import CONFINEMENT, HostSandbox
+from sreforge_runner._sandbox import HostSandbox
+from sreforge_runner._settings import RunnerSettings
+from sreforge_runner._transcript import redact, route_secrets
 
-__all__ = ["GatewayResult", "Stage", "StageFailure", "drive"]
+__all__ = ["GatewayRun", "drive", "refusal", "resolve"]
 
-Stage = Literal[
-    "sandbox_create", "session_start", "execution", "session_end", "cleanup", "teardown"
-]
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class StageFailure:
-    """A stage that failed and the error it raised."""
+class GatewayRun:
+    """One drive: the contract's result and the rein's dispatch (if reached)."""
 
-    stage: Stage
-    error: str
-
-
-@dataclass(frozen=True)
-class GatewayResult:
-    """What one drive produced: the dispatch (if reached) and every stage failure."""
-
-    rein: str
+    result: GatewayResult
     dispatch: Dispatch | None
-    budget_s: float
-    failures: tuple[StageFailure, ...] = field(default=())
 
     @property
     def ok(self) -> bool:
-        """True when every stage, cleanup and teardown included, succeeded."""
-        return not self.failures
+        """True when every stage, cleanup and destroy included, succeeded."""
+        return self.result.ok
 
     @property
-    def primary(self) -> StageFailure | None:
+    def primary(self) -> StageError | None:
         """The first failure, the one that explains the outcome."""
-        return self.failures[0] if self.failures else None
-
-    def evidence(self) -> dict[str, JsonValue]:
-        """Secret-free evidence for the submission: rein, exit code, timeout, failures."""
-        dispatch = self.dispatch
-        return {
-            "rein": self.rein,
-            "confinement": CONFINEMENT,
-            "budget_seconds": self.budget_s,
-            "gateway_ok": self.ok,
-            "exit_code": dispatch.exit_code if dispatch else None,
-            "timeout": dispatch.timeout if dispatch else None,
-            "failures": [{"stage": f.stage, "error": f.error} for f in self.failures],
-        }
+        failures = self.result.evidence.failures
+        return failures[0] if failures else None
 
 
-async def drive(rein: Rein, sandbox: HostSandbox, budget_s: float) -> GatewayResult:
-    """Run `rein` in `sandbox` within `budget_s`; cleanup and teardown are always attempted."""
-    failures: list[StageFailure] = []
+def resolve(request: ExecutionRequest, settings: RunnerSettings) -> ResolvedExecutionContext:
+    """Bind `request` to its profile and readiness; `ProfileRefused` before any sandbox."""
+    try:
+        profile = find_profile(settings.agents_dir, request.harness_profile_ref)
+    except ProfileError as error:
+        raise ProfileRefused(str(error), None) from error
+    if profile.status == "disabled":
+        raise ProfileRefused(f"agent {profile.name}: the profile is disabled", profile)
+    readiness = effective_readiness(profile, settings)
+    if readiness.state == "blocked":
+        raise ProfileRefused(
+            f"agent {profile.name}: blocked (owner: {readiness.owner}; "
+            f"evidence: {readiness.evidence})",
+            profile,
+        )
+    return ResolvedExecutionContext(
+        request_id=request.request_id,
+        profile=profile,
+        readiness=readiness,
+        proof_run=readiness.state == "unverified",
+    )
 
-    async def step(stage: Stage, action: Callable[[], Awaitable[T]]) -> T | None:
-        if failures and stage not in ("cleanup", "teardown"):
-            return None
+
+def refusal(request: ExecutionRequest, refused: ProfileRefused) -> GatewayResult:
+    """The result of a request refused at resolution (no sandbox was created)."""
+    profile = refused.profile
+    evidence = ExecutionEvidence(
+        request_id=request.request_id,
+        profile=request.harness_profile_ref,
+        rein=profile.rein if profile else None,
+        model=profile.model if profile else None,
+        sandbox_requested=profile.sandbox if profile else None,
+        outcome="refused",
+        failure_stage="resolution",
+        failures=(StageError(stage="resolution", error=f"ProfileRefused: {refused}"),),
+    )
+    return GatewayResult(ok=False, evidence=evidence, tool_error=str(refused))
+
+
+async def drive(
+    context: ResolvedExecutionContext, rein: Rein, sandbox: HostSandbox, budgets: Budgets
+) -> GatewayRun:
+    """Run `rein` in `sandbox` within `budgets`; cleanup and destroy are always attempted."""
+    started = datetime.now(UTC)
+    failures: list[StageError] = []
+
+    async def step(stage: FailureStage, action: Callable[[], Awaitable[T]]) -> T | None:
         try:
             return await action()
         except Exception as error:
-            failures.append(StageFailure(stage, f"{type(error).__name__}: {error}"))
+            failures.append(StageError(stage=stage, error=f"{type(error).__name__}: {error}"))
             return None
 
-    async def create() -> None:
+    async def create() -> bool:
         sandbox.create()
+        return True
 
-    async def destroy() -> None:
+    async def destroy() -> bool:
         sandbox.destroy()
+        return True
 
     dispatch: Dispatch | None = None
+    teardown: dict[str, object] = {}
     try:
-        await step("sandbox_create", create)
-        await step("session_start", lambda: rein.start_session(sandbox))
-        dispatch = await step("execution", lambda: rein.dispatch(sandbox, budget_s))
-        await step("session_end", lambda: rein.end_session(sandbox))
+        if await step("sandbox_create", create) and await step(
+            "session_start", lambda: _true(rein.start_session(sandbox))
+        ):
+            dispatch = await step("execution", lambda: rein.dispatch(sandbox, budgets))
+            if dispatch is not None:
+                failures.extend(_dispatch_failures(dispatch))
+                await step("session_end", lambda: _true(rein.end_session(sandbox)))
     finally:
-        await step("cleanup", lambda: rein.cleanup_session(sandbox))
-        await step("teardown", destroy)
-    return GatewayResult(
-        rein=rein.name, dispatch=dispatch, budget_s=budget_s, failures=tuple(failures)
+        # A half-created sandbox is torn down too; the rein's cleanup tolerates no session.
+        cleaned = await step("teardown", lambda: _true(rein.cleanup_session(sandbox)))
+        teardown["survivors"] = len(await asyncio.to_thread(sandbox.settled_survivors))
+        destroyed = await step("teardown", destroy)
+        teardown["session_cleanup"] = "succeeded" if cleaned else "failed"
+        teardown["sandbox_destroy"] = "succeeded" if destroyed else "failed"
+    secrets = route_secrets(context.profile.credential_routes)
+    failures[:] = [StageError(stage=f.stage, error=redact(f.error, secrets)[0]) for f in failures]
+    evidence = _evidence(context, sandbox, dispatch, failures, started, budgets, teardown)
+    result = GatewayResult(
+        ok=not failures,
+        evidence=evidence,
+        tool_error=failures[0].error if failures else None,
+    )
+    return GatewayRun(result=result, dispatch=dispatch)
+
+
+async def _true(action: Awaitable[None]) -> bool:
+    await action
+    return True
+
+
+def _dispatch_failures(dispatch: Dispatch) -> list[StageError]:
+    if dispatch.timeout == "session_start":
+        return [
+            StageError(stage="session_start", error="Timeout: no output before session_start_s")
+        ]
+    if dispatch.timeout is not None:
+        return [
+            StageError(stage="execution", error=f"Timeout: the {dispatch.timeout} budget fired")
+        ]
+    if dispatch.exit_code not in (None, 0):
+        return [StageError(stage="execution", error=f"AgentExit: exit code {dispatch.exit_code}")]
+    return []
+
+
+def _evidence(
+    context: ResolvedExecutionContext,
+    sandbox: HostSandbox,
+    dispatch: Dispatch | None,
+    failures: list[StageError],
+    started: datetime,
+    budgets: Budgets,
+    teardown: dict[str, object],
+) -> ExecutionEvidence:
+    profile: HarnessProfile = context.profile
+    metadata: dict[str, object] = {"budget_total_s": budgets.total_s}
+    if sandbox.downgrade:
+        metadata["sandbox_downgrade"] = sandbox.downgrade
+    return ExecutionEvidence.model_validate(
+        {
+            "request_id": context.request_id,
+            "profile": profile.name,
+            "rein": profile.rein,
+            "model": profile.model,
+            "readiness": context.readiness.state,
+            "proof_run": context.proof_run,
+            "sandbox_requested": sandbox.kind,
+            "confinement": sandbox.confinement,
+            "outcome": "failed" if failures else "succeeded",
+            "failure_stage": failures[0].stage if failures else None,
+            "failures": failures,
+            "timeout": dispatch.timeout if dispatch else None,
+            "limits": profile.limits,
+            "exit_code": dispatch.exit_code if dispatch else None,
+            "stop_reason": dispatch.stop_reason if dispatch else None,
+            "duration_ms": dispatch.duration_ms if dispatch else None,
+            "started_at": started,
+            "finished_at": datetime.now(UTC),
+            "metadata": metadata,
+            **teardown,
+        }
     )

@@ -18,12 +18,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from pydantic import JsonValue
 from sreforge_bus import Context
 from sreforge_contracts import (
     AnyEvent,
     BriefReady,
     ContractError,
     Event,
+    ExecutionRequest,
+    ResolvedExecutionContext,
     RunFailed,
     RunState,
     Scenario,
@@ -34,13 +37,17 @@ from sreforge_contracts import (
     parse_event,
 )
 
+from sreforge_runner._cli_agent import CliAgentRein
 from sreforge_runner._diff import head_commit, workspace_diff
-from sreforge_runner._errors import RunnerError
-from sreforge_runner._gateway import GatewayResult, drive
-from sreforge_runner._reins import resolve_rein
+from sreforge_runner._errors import ProfileRefused, RunnerError
+from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
+from sreforge_runner._openai_rein import OpenAIRein
+from sreforge_runner._process import Budgets
+from sreforge_runner._reins import Rein, resolve_rein
 from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import read_sentinel
+from sreforge_runner._transcript import TRANSCRIPT_FILE
 
 __all__ = ["PRODUCER", "RunnerHandler", "claim_key"]
 
@@ -87,11 +94,33 @@ class RunnerHandler:
             context.log.info("agent.skipped", run_id=event.run_id, phase=state.phase)
             return None
         settings = self.resolved_settings()
-        scenario = _find_scenario(settings.use_cases_root, state.scenario_id)
-        rein = resolve_rein(state.agent, state.labels, scenario, settings)
-        budget = _budget(state, settings)
         workspace = Path(event.contract.agent_context.run_workspace.path)
-        sandbox = HostSandbox(workspace, _agent_dir(state, workspace), settings)
+        request = ExecutionRequest(
+            request_id=event.run_id,
+            harness_profile_ref=state.agent,
+            repository=str(workspace),
+            title=f"on-call page for run {event.run_id}",
+            description=event.page,
+            labels=state.labels,
+        )
+        try:
+            resolved = resolve(request, settings)
+        except ProfileRefused as refused:
+            answer = refusal(request, refused)
+            context.log.warning("agent.refused", run_id=event.run_id, agent=state.agent)
+            return _failed(event.run_id, f"refused at resolution: {answer.tool_error}")
+        scenario = _find_scenario(settings.use_cases_root, state.scenario_id)
+        rein = _rein(resolved, state, scenario, settings, event.page)
+        budgets = _budgets(resolved, state, settings)
+        profile = resolved.profile
+        sandbox = HostSandbox(
+            workspace,
+            _agent_dir(state, workspace),
+            settings,
+            kind=profile.sandbox,
+            fallback=profile.sandbox_fallback,
+            install_paths=profile.command.install_paths if profile.command else (),
+        )
         base = await asyncio.to_thread(head_commit, workspace)
         claim = json.dumps({"base_commit": base, "agent": state.agent, "at": _now()})
         if not await context.bus.runs.claim(claim_key(event.run_id), claim.encode()):
@@ -100,7 +129,7 @@ class RunnerHandler:
         try:
             sandbox.root.mkdir(parents=True, exist_ok=True)
             context.log.info("agent.start", run_id=event.run_id, agent=state.agent, base=base)
-            result = await drive(rein, sandbox, budget)
+            result = await drive(resolved, rein, sandbox, budgets)
             outcome = await asyncio.to_thread(
                 _outcome, event.run_id, state.agent, sandbox, base, result
             )
@@ -129,8 +158,23 @@ class RunnerHandler:
         return await asyncio.to_thread(_outcome, event.run_id, agent, sandbox, base, None)
 
 
+def _rein(
+    context: ResolvedExecutionContext,
+    state: RunState,
+    scenario: Scenario | None,
+    settings: RunnerSettings,
+    page: str,
+) -> Rein:
+    profile = context.profile
+    if profile.rein == "command":
+        return CliAgentRein(profile, page, run_id=context.request_id)
+    if profile.rein == "openai":
+        return OpenAIRein(profile, page, run_id=context.request_id)
+    return resolve_rein(state.agent, state.labels, scenario, settings)
+
+
 def _outcome(
-    run_id: str, agent: str, sandbox: HostSandbox, base: str, result: GatewayResult | None
+    run_id: str, agent: str, sandbox: HostSandbox, base: str, result: GatewayRun | None
 ) -> Submitted | RunFailed:
     if result is not None and result.dispatch is None:
         primary = result.primary
@@ -143,14 +187,14 @@ def _outcome(
     return Submitted(run_id=run_id, producer=PRODUCER, submission=submission)
 
 
-def _collect(
-    agent: str, sandbox: HostSandbox, base: str, result: GatewayResult | None
-) -> Submission:
+def _collect(agent: str, sandbox: HostSandbox, base: str, result: GatewayRun | None) -> Submission:
     sentinel = read_sentinel(sandbox.workspace, sandbox.settings.max_rca_bytes)
     dispatch = result.dispatch if result else None
-    evidence = result.evidence() if result else {"rein": agent, "interrupted": True}
+    evidence = _published(result) if result else {"rein": agent, "interrupted": True}
+    transcript = sandbox.root / TRANSCRIPT_FILE
     return Submission(
         agent_name=agent,
+        transcript_ref=str(transcript.resolve()) if transcript.is_file() else None,
         diff=workspace_diff(sandbox.workspace, base),
         submitted=sentinel is not None,
         rca=sentinel.rca if sentinel else None,
@@ -172,22 +216,37 @@ def _agent_dir(state: RunState, workspace: Path) -> Path:
     return run_dir / "agent"
 
 
-def _budget(state: RunState, settings: RunnerSettings) -> float:
-    """The label's budget, else the rein kind's; never past the run's agent deadline."""
+def _published(result: GatewayRun) -> dict[str, JsonValue]:
+    """The evidence as the submission carries it (plus the pre-contract keys)."""
+    evidence = result.result.evidence
+    body: dict[str, JsonValue] = evidence.model_dump(mode="json")
+    body.update(
+        gateway_ok=result.ok,
+        budget_seconds=evidence.metadata.get("budget_total_s"),
+    )
+    return body
+
+
+def _budgets(
+    context: ResolvedExecutionContext, state: RunState, settings: RunnerSettings
+) -> Budgets:
+    """The profile's limits; the total is the label's budget, else the rein kind's
+    (built-ins: `rein_budget_seconds`), never past the run's agent deadline."""
+    limits = context.profile.limits
     raw = state.labels.get("budget_seconds")
     if raw:
         try:
-            budget = float(raw)
+            total = float(raw)
         except ValueError:
             raise RunnerError(f"run label budget_seconds: {raw!r} is not a number") from None
-    elif state.agent.split(":", 1)[0] in _BUILTIN_REINS:
-        budget = settings.rein_budget_seconds
+    elif context.profile.rein in _BUILTIN_REINS:
+        total = settings.rein_budget_seconds
     else:
-        budget = settings.agent_budget_seconds
+        total = min(limits.total_s, settings.agent_budget_seconds)
     if state.agent_deadline is not None:
         remaining = (state.agent_deadline - datetime.now(UTC)).total_seconds()
-        budget = min(budget, max(remaining, _MIN_BUDGET_S))
-    return budget
+        total = min(total, max(remaining, _MIN_BUDGET_S))
+    return Budgets(total_s=total, idle_s=limits.idle_s, session_start_s=limits.session_start_s)
 
 
 def _find_scenario(root: Path, scenario_id: str) -> Scenario | None:

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from sreforge_contracts import Scenario
+from sreforge_contracts import Scenario, TimeoutKind
 
 from sreforge_runner._errors import ProfileError
+from sreforge_runner._process import Budgets
 from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._settings import RunnerSettings
 
@@ -48,7 +49,7 @@ class Dispatch:
     stop_reason: str
     duration_ms: float
     exit_code: int | None = None
-    timeout: str | None = None
+    timeout: TimeoutKind | None = None
 
 
 class Rein(Protocol):
@@ -62,8 +63,8 @@ class Rein(Protocol):
     async def start_session(self, sandbox: HostSandbox) -> None:
         """Prepare the agent's session inside a created sandbox."""
 
-    async def dispatch(self, sandbox: HostSandbox, budget_s: float) -> Dispatch:
-        """Run the agent until it exits or `budget_s` wall seconds pass."""
+    async def dispatch(self, sandbox: HostSandbox, budgets: Budgets) -> Dispatch:
+        """Run the agent until it exits or one of its budgets fires."""
         ...
 
     async def end_session(self, sandbox: HostSandbox) -> None:
@@ -82,7 +83,7 @@ class NoopRein:
     async def start_session(self, sandbox: HostSandbox) -> None:
         """Nothing to start."""
 
-    async def dispatch(self, sandbox: HostSandbox, budget_s: float) -> Dispatch:
+    async def dispatch(self, sandbox: HostSandbox, budgets: Budgets) -> Dispatch:
         """Return at once: the agent did nothing."""
         return Dispatch(stop_reason="no_action", duration_ms=0.0)
 
@@ -103,15 +104,15 @@ class CommandRein:
     async def start_session(self, sandbox: HostSandbox) -> None:
         """Nothing beyond the sandbox: the command is the session."""
 
-    async def dispatch(self, sandbox: HostSandbox, budget_s: float) -> Dispatch:
-        """Run the command to its end or the budget; the budget kills its whole group."""
+    async def dispatch(self, sandbox: HostSandbox, budgets: Budgets) -> Dispatch:
+        """Run the command to its end or the total budget (a harness script may be quiet)."""
         started = time.monotonic()
-        outcome = await sandbox.run(self.argv, budget_s)
+        outcome = await sandbox.run(self.argv, Budgets(total_s=budgets.total_s))
         return Dispatch(
-            stop_reason="timeout:total" if outcome.timed_out else "exited",
+            stop_reason=f"timeout:{outcome.timeout}" if outcome.timeout else "exited",
             duration_ms=(time.monotonic() - started) * 1000,
             exit_code=outcome.exit_code,
-            timeout="total" if outcome.timed_out else None,
+            timeout=outcome.timeout,
         )
 
     async def end_session(self, sandbox: HostSandbox) -> None:

@@ -1,30 +1,48 @@
-"""The `host-open` sandbox: own process group, scrubbed env, fresh HOME, cwd = workspace.
+"""The agent's sandbox: `host-open`, or `host-sandboxed` (bubblewrap, see `_bwrap`).
 
-Its directory (`<run_dir>/agent/`) holds the fresh HOME, the bin dir with `submit`
-and the agent's output log. HOME and bin are removed on destroy; the log stays for
-the record. Nothing here is a security boundary (that is `host-sandboxed`).
+Both give the agent its own process group, a scrubbed env, a fresh HOME and the
+workspace as cwd. Its directory (`<run_dir>/agent/`) holds the fresh HOME, the bin
+dir with `submit`, the agent's output log and its timestamped transcript. HOME and
+bin are removed on destroy; the log and transcript stay for the record.
+`host-open` is not a security boundary; `host-sandboxed` is, within the limits
+documented in `_bwrap`. `confinement` is the kind actually achieved: when bwrap
+cannot create its namespaces the sandbox falls back to `host-open` only if the
+profile allows it, and says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+from sreforge_contracts import SandboxKind
 
+from sreforge_runner._bwrap import (
+    SANDBOX_BIN,
+    SANDBOX_HOME,
+    SANDBOX_WORKSPACE,
+    bwrap_prefix,
+    probe_bwrap,
+)
 from sreforge_runner._errors import SandboxError
-from sreforge_runner._process import ProcessOutcome, kill_group, run_in_group
+from sreforge_runner._process import Budgets, ProcessOutcome, kill_group, run_in_group
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import exclude_sentinel_dir, install_submit
 
-__all__ = ["CONFINEMENT", "HostSandbox"]
+__all__ = ["CONFINEMENT", "SESSION_MARKER", "HostSandbox"]
 
-CONFINEMENT = "host-open"
+CONFINEMENT: SandboxKind = "host-open"
+"""The default confinement (the built-in reins run there)."""
 _PROCESS_FILE = "process.json"
+SESSION_MARKER = "SREFORGE_AGENT_SESSION"
+"""An env var set for every agent process: how survivors are found after teardown."""
 
 
 @dataclass
@@ -34,6 +52,14 @@ class HostSandbox:
     workspace: Path
     root: Path
     settings: RunnerSettings
+    kind: SandboxKind = "host-open"
+    fallback: SandboxKind | None = None
+    install_paths: tuple[str, ...] = ()
+    """Host folders bound read-only inside `host-sandboxed` (the agent's install)."""
+    confinement: SandboxKind | None = field(default=None, init=False)
+    """The confinement achieved by `create` (None until then)."""
+    downgrade: str | None = field(default=None, init=False)
+    """Why `host-sandboxed` fell back to `host-open`, when it did."""
 
     @property
     def home(self) -> Path:
@@ -50,13 +76,44 @@ class HostSandbox:
         """The agent's stdout and stderr."""
         return self.root / "output.log"
 
+    @property
+    def transcript_path(self) -> Path:
+        """The agent's output lines as JSONL, each stamped with the harness clock."""
+        return self.root / "stream.jsonl"
+
+    @property
+    def session_dir(self) -> Path:
+        """The session's files (the page, native transcripts), inside the private HOME."""
+        return self.home / "session"
+
+    @property
+    def marker(self) -> str:
+        """This session's value of `SREFORGE_AGENT_SESSION`."""
+        return str(self.root.resolve())
+
+    @property
+    def confined(self) -> bool:
+        """True when the agent runs under bubblewrap."""
+        return self.confinement == "host-sandboxed"
+
+    def inside(self, host_path: Path) -> Path:
+        """How a host path under the workspace or HOME looks to the agent."""
+        if not self.confined:
+            return host_path
+        for host, mounted in ((self.workspace, SANDBOX_WORKSPACE), (self.home, SANDBOX_HOME)):
+            if host_path == host or host_path.is_relative_to(host):
+                return mounted / host_path.relative_to(host)
+        raise SandboxError(f"{host_path} is not visible inside the sandbox")
+
     def create(self) -> None:
         """Make HOME (neutral git identity) and bin, install `submit`, ignore `.sreforge/`."""
         if not (self.workspace / ".git").exists():
             raise SandboxError(f"workspace {self.workspace} is not a git checkout")
+        self.confinement = self._confine()
         try:
             self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-            install_submit(self.bin_dir, self.workspace)
+            self.session_dir.mkdir(exist_ok=True)
+            install_submit(self.bin_dir, self.inside(self.workspace))
             exclude_sentinel_dir(self.workspace)
             (self.home / ".gitconfig").write_text(
                 f"[user]\n\tname = {self.settings.agent_git_name}\n"
@@ -65,28 +122,81 @@ class HostSandbox:
         except OSError as error:
             raise SandboxError(f"sandbox in {self.root}: {error}") from error
 
-    def env(self) -> dict[str, str]:
+    def _confine(self) -> SandboxKind:
+        if self.kind == "host-open":
+            return "host-open"
+        if self.kind != "host-sandboxed":
+            raise SandboxError(f"sandbox {self.kind}: not available on this runner yet")
+        for folder in (self.home, self.bin_dir):
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        why = probe_bwrap(self._prefix())
+        if why is None:
+            return "host-sandboxed"
+        if self.fallback != "host-open":
+            raise SandboxError(f"host-sandboxed: bubblewrap failed ({why}); no fallback allowed")
+        self.downgrade = why
+        return "host-open"
+
+    def _prefix(self) -> list[str]:
+        return bwrap_prefix(
+            self.settings.bwrap_path, self.workspace, self.home, self.bin_dir, self.install_paths
+        )
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The agent's whole environment: the allowlist, PATH with `submit`, fresh HOME."""
         kept = {k: os.environ[k] for k in self.settings.env_allowlist if k in os.environ}
+        bin_dir = SANDBOX_BIN if self.confined else self.bin_dir
         return {
             **kept,
-            "PATH": f"{self.bin_dir}:{self.settings.agent_path}",
-            "HOME": str(self.home),
-            "PWD": str(self.workspace),
+            **(extra or {}),
+            "PATH": f"{bin_dir}:{self.settings.agent_path}",
+            "HOME": str(self.inside(self.home)),
+            "PWD": str(self.inside(self.workspace)),
             "GIT_CONFIG_NOSYSTEM": "1",
+            SESSION_MARKER: self.marker,
         }
 
-    async def run(self, argv: Sequence[str], budget_s: float) -> ProcessOutcome:
-        """Run the agent's command in the workspace within `budget_s` wall seconds."""
+    async def run(
+        self,
+        argv: Sequence[str],
+        budget_s: float | Budgets,
+        extra_env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> ProcessOutcome:
+        """Run the agent's command in the workspace within its budgets (stdin closed);
+        raw output goes to `log_path` (default: the output log)."""
+        command = [*self._prefix(), *argv] if self.confined else list(argv)
         return await run_in_group(
-            argv,
+            command,
             cwd=self.workspace,
-            env=self.env(),
+            env=self.env(extra_env),
             budget_s=budget_s,
-            log_path=self.log_path,
+            log_path=log_path or self.log_path,
+            transcript_path=self.transcript_path,
             grace_s=self.settings.kill_grace_seconds,
             on_start=self._remember,
         )
+
+    def settled_survivors(self, within_s: float = 3.0) -> list[int]:
+        """Survivors still alive after giving a killed namespace `within_s` to unwind."""
+        deadline = time.monotonic() + within_s
+        found = self.survivors()
+        while found and time.monotonic() < deadline:
+            time.sleep(0.05)
+            found = self.survivors()
+        return found
+
+    def survivors(self) -> list[int]:
+        """Pids of live processes carrying this session's marker (should be none)."""
+        found = []
+        for process in psutil.process_iter(["pid"]):
+            try:
+                ours = process.environ().get(SESSION_MARKER) == self.marker
+                if ours and process.status() != psutil.STATUS_ZOMBIE:
+                    found.append(process.pid)
+            except (psutil.Error, OSError):
+                continue
+        return found
 
     def kill_leftovers(self) -> None:
         """Kill the agent's group recorded by an earlier (interrupted) runner, if still ours."""
@@ -96,10 +206,16 @@ class HostSandbox:
             if abs(leader.create_time() - float(recorded["started_at"])) < 1e-3:
                 kill_group(int(recorded["pgid"]))
         except (OSError, ValueError, KeyError, TypeError, psutil.Error):
-            return
+            pass
+        for pid in self.survivors():  # escaped the group (setsid) but carries our marker
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
 
     def destroy(self) -> None:
-        """Remove HOME and the bin dir (the output log stays)."""
+        """Kill any survivor of the session, remove HOME and bin (the logs stay)."""
+        for pid in self.survivors():
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
         for folder in (self.home, self.bin_dir):
             try:
                 shutil.rmtree(folder, ignore_errors=False)

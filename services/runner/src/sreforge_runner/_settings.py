@@ -8,7 +8,29 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["RunnerSettings", "default_use_cases_root"]
+__all__ = [
+    "RunnerSettings",
+    "default_agents_dir",
+    "default_readiness_dir",
+    "default_use_cases_root",
+]
+
+
+def _checkout() -> Path:
+    return Path(__file__).resolve().parents[4]
+
+
+def default_agents_dir() -> Path:
+    """`SREFORGE_AGENTS` if set, else the `agents/` catalog of this checkout."""
+    configured = os.environ.get("SREFORGE_AGENTS")
+    return Path(configured) if configured else _checkout() / "agents"
+
+
+def default_readiness_dir() -> Path:
+    """Where `sreforge agents check` stores probe evidence: `<engine home>/agents`."""
+    home = os.environ.get("SREFORGE_HOME")
+    base = Path(home) if home else Path.home() / ".local" / "state" / "sreforge"
+    return base / "agents"
 
 
 def default_use_cases_root() -> Path:
@@ -16,7 +38,7 @@ def default_use_cases_root() -> Path:
     configured = os.environ.get("SREFORGE_USE_CASES")
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parents[4] / "use-cases"
+    return _checkout() / "use-cases"
 
 
 class RunnerSettings(BaseSettings):
@@ -29,6 +51,9 @@ class RunnerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SREFORGE_RUNNER_", frozen=True)
 
     use_cases_root: Path = Field(default_factory=default_use_cases_root)
+    agents_dir: Path = Field(default_factory=default_agents_dir)
+    readiness_dir: Path = Field(default_factory=default_readiness_dir)
+    bwrap_path: str = "bwrap"
     scripts_dir: Path | None = None
     agent_budget_seconds: float = Field(default=600.0, gt=0)
     rein_budget_seconds: float = Field(default=120.0, gt=0)

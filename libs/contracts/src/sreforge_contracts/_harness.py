@@ -1,0 +1,269 @@
+"""The harness contract 1.0 (SPEC §8, seed 004): profiles, readiness, requests, evidence.
+
+The gateway resolves an `ExecutionRequest` against a `HarnessProfile` into a
+`ResolvedExecutionContext`, drives the profile's rein in a sandbox, and returns a
+`GatewayResult`: `ok`, compact `ExecutionEvidence` that is safe to publish (no
+prompt, model output, tool output or secret value), and the direct-caller-only
+`tool_output` / `tool_error`. Every model forbids unknown fields.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal, Self
+
+from pydantic import Field, JsonValue, field_validator, model_validator
+
+from sreforge_contracts._base import Contract
+
+__all__ = [
+    "HARNESS_CONTRACT_VERSION",
+    "CommandSpec",
+    "ExecutionEvidence",
+    "ExecutionOutcome",
+    "ExecutionRequest",
+    "FailureStage",
+    "GatewayResult",
+    "HarnessProfile",
+    "OperationalReadiness",
+    "ProfileLimits",
+    "ProfileStatus",
+    "ReadinessState",
+    "ReinRef",
+    "ResolvedExecutionContext",
+    "SandboxKind",
+    "StageError",
+    "TeardownOutcome",
+    "TimeoutKind",
+]
+
+HARNESS_CONTRACT_VERSION: Literal["1.0"] = "1.0"
+"""The harness contract version every profile, request and evidence declares."""
+
+ReinRef = Literal["noop", "reference", "scripted", "command", "openai"]
+"""Which rein drives the agent's session."""
+SandboxKind = Literal["host-open", "host-sandboxed", "remote"]
+"""Where the agent runs; the evidence records the kind actually achieved."""
+ProfileStatus = Literal["enabled", "disabled"]
+"""Catalog selection: a disabled profile is refused at resolution."""
+ReadinessState = Literal["ready", "unverified", "blocked"]
+"""Runtime readiness: ready (probe passed), unverified (proof runs only), blocked."""
+FailureStage = Literal[
+    "resolution", "sandbox_create", "session_start", "execution", "session_end", "teardown"
+]
+"""The lifecycle stage a failure belongs to."""
+TeardownOutcome = Literal["not_attempted", "succeeded", "failed"]
+"""What happened to the rein's session cleanup or the sandbox's destroy."""
+TimeoutKind = Literal["session_start", "idle", "total"]
+"""Which of the separate budgets fired."""
+ExecutionOutcome = Literal["succeeded", "failed", "refused"]
+"""`refused`: execution never proceeded; `failed`: an attempted lifecycle did not complete."""
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+Version = Literal["1.0"]
+
+
+class OperationalReadiness(Contract):
+    """A profile's runtime readiness, its owner and the evidence it rests on."""
+
+    state: ReadinessState = "unverified"
+    reason: str = ""
+    owner: str | None = None
+    evidence: str | None = None
+    """A reference to the evidence (a probe record's path or a short factual summary)."""
+    checked_at: datetime | None = None
+
+    @model_validator(mode="after")
+    def _evidence_backs_the_state(self) -> Self:
+        if self.state == "ready" and not (self.evidence or "").strip():
+            raise ValueError("readiness ready: needs positive evidence (evidence is empty)")
+        if self.state == "blocked":
+            missing = [n for n in ("owner", "evidence") if not (getattr(self, n) or "").strip()]
+            if missing:
+                raise ValueError(f"readiness blocked: needs {' and '.join(missing)}")
+        return self
+
+
+class ProfileLimits(Contract):
+    """The separate budgets, in wall seconds (never scaled by the run's time scale)."""
+
+    session_start_s: float = Field(default=60.0, gt=0)
+    """From spawn to the agent's first output."""
+    idle_s: float = Field(default=300.0, gt=0)
+    """The longest stretch without any output (the no-output watchdog)."""
+    total_s: float = Field(default=1800.0, gt=0)
+    """The whole session's wall budget."""
+
+
+class CommandSpec(Contract):
+    """A CLI agent for the `command` rein: a preset and extra arguments."""
+
+    preset: str = Field(min_length=1)
+    """claude-code, codex, gemini-cli, aider, mini-swe-agent, or `custom`."""
+    executable: str | None = None
+    """The binary to run; defaults to the preset's."""
+    args: tuple[str, ...] = ()
+    """The headless argv after the executable; `{prompt}`, `{model}`… are substituted."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Non-secret settings for the agent (credentials travel only by `credential_routes`)."""
+    install_paths: tuple[str, ...] = ()
+    """Absolute host folders holding the agent's install (a venv, an npm prefix), bound
+    read-only at the same place inside `host-sandboxed`; `/usr` is always there."""
+
+    @field_validator("install_paths")
+    @classmethod
+    def _absolute(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for path in value:
+            if not path.startswith("/") or ".." in path.split("/"):
+                raise ValueError(f"{path!r} is not an absolute path without `..`")
+        return value
+
+
+class HarnessProfile(Contract):
+    """One catalog entry: which rein, in which sandbox, with which model and limits."""
+
+    contract_version: Version = HARNESS_CONTRACT_VERSION
+    name: str
+    description: str = ""
+    status: ProfileStatus = "enabled"
+    rein: ReinRef
+    sandbox: SandboxKind = "host-open"
+    sandbox_fallback: Literal["host-open"] | None = None
+    """What to run in when `host-sandboxed` cannot be created; None refuses instead."""
+    model: str | None = None
+    limits: ProfileLimits = ProfileLimits()
+    credential_routes: tuple[str, ...] = ()
+    """Names of env vars / secrets the rein may route (never their values)."""
+    command: CommandSpec | None = None
+    readiness: OperationalReadiness = OperationalReadiness()
+    """The readiness the catalog declares; a stored `check` probe supersedes it."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        if not _NAME.fullmatch(value):
+            raise ValueError(f"{value!r} is not a profile name (lowercase, digits, . _ -)")
+        return value
+
+    @field_validator("credential_routes")
+    @classmethod
+    def _names_only(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for route in value:
+            if not _ENV_NAME.fullmatch(route):
+                raise ValueError(f"{route!r} is not an env var name (a route names, never holds)")
+        return value
+
+    @model_validator(mode="after")
+    def _command_matches_rein(self) -> Self:
+        if self.rein == "command" and self.command is None:
+            raise ValueError("command: required when rein is `command`")
+        if self.rein != "command" and self.command is not None:
+            raise ValueError(f"command: only for rein `command`, not {self.rein!r}")
+        return self
+
+
+class ExecutionRequest(Contract):
+    """What a consumer asks the gateway to run: a profile, a repository, a task."""
+
+    contract_version: Version = HARNESS_CONTRACT_VERSION
+    request_id: str = Field(min_length=1)
+    """The run id the execution is bound to."""
+    harness_profile_ref: str = Field(min_length=1)
+    repository: str = Field(min_length=1)
+    """The workspace checkout the agent works in."""
+    title: str = Field(min_length=1)
+    description: str = ""
+    """The task (the page); never copied into evidence."""
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class ResolvedExecutionContext(Contract):
+    """A request bound to its profile and readiness, decided before any sandbox exists."""
+
+    contract_version: Version = HARNESS_CONTRACT_VERSION
+    request_id: str
+    profile: HarnessProfile
+    readiness: OperationalReadiness
+    proof_run: bool
+    """True for an unverified profile: the run is labelled a proof attempt."""
+
+    @model_validator(mode="after")
+    def _never_blocked(self) -> Self:
+        if self.readiness.state == "blocked":
+            raise ValueError("readiness: a blocked profile never resolves")
+        if self.proof_run != (self.readiness.state == "unverified"):
+            raise ValueError("proof_run: true exactly when readiness is unverified")
+        return self
+
+
+class StageError(Contract):
+    """One failure: its stage and a secret-free `Type: message`."""
+
+    stage: FailureStage
+    error: str
+
+
+class ExecutionEvidence(Contract):
+    """Compact, publishable facts of one execution; no prompt, output or secret."""
+
+    contract_version: Version = HARNESS_CONTRACT_VERSION
+    request_id: str
+    profile: str
+    rein: ReinRef | None = None
+    model: str | None = None
+    readiness: ReadinessState | None = None
+    proof_run: bool = False
+    sandbox_requested: SandboxKind | None = None
+    confinement: SandboxKind | None = None
+    """The confinement actually achieved; None when no sandbox was created."""
+    outcome: ExecutionOutcome
+    failure_stage: FailureStage | None = None
+    """The primary (first) failure's stage."""
+    failures: tuple[StageError, ...] = ()
+    session_cleanup: TeardownOutcome = "not_attempted"
+    sandbox_destroy: TeardownOutcome = "not_attempted"
+    timeout: TimeoutKind | None = None
+    limits: ProfileLimits | None = None
+    exit_code: int | None = None
+    stop_reason: str | None = None
+    duration_ms: float | None = None
+    survivors: int | None = None
+    """Agent processes found alive after teardown (should be 0)."""
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _outcome_is_consistent(self) -> Self:
+        first = self.failures[0].stage if self.failures else None
+        if self.failure_stage != first:
+            raise ValueError("failure_stage: must be the first failure's stage")
+        if (self.outcome == "succeeded") != (not self.failures):
+            raise ValueError("outcome: succeeded exactly when there is no failure")
+        if self.outcome == "refused" and (
+            first != "resolution" or self.confinement is not None or self._torn_down()
+        ):
+            raise ValueError("outcome refused: a resolution failure before any sandbox exists")
+        return self
+
+    def _torn_down(self) -> bool:
+        return self.session_cleanup != "not_attempted" or self.sandbox_destroy != "not_attempted"
+
+
+class GatewayResult(Contract):
+    """The gateway's answer: ok, publishable evidence, and direct-caller-only output."""
+
+    ok: bool
+    evidence: ExecutionEvidence
+    tool_output: str | None = None
+    """For the direct caller only (may hold model output); never published."""
+    tool_error: str | None = None
+
+    @model_validator(mode="after")
+    def _ok_follows_outcome(self) -> Self:
+        if self.ok != (self.evidence.outcome == "succeeded"):
+            raise ValueError("ok: derived from the evidence's outcome")
+        return self

@@ -1,0 +1,184 @@
+"""The `command` rein: any CLI agent, from a catalog preset and its argv template.
+
+`start_session` writes the prompt (the page plus how to submit) into the session
+dir and fills the argv template: `{prompt}`, `{prompt_file}`, `{model}`,
+`{workspace}`, `{home}`, `{session_dir}` and `{session_id}` are substituted, as the
+agent sees those paths (inside the sandbox). The env gets the profile's non-secret
+settings and the values of its credential routes (names from the profile, values
+from the runner's env, never logged or recorded). `dispatch` runs the agent with
+stdin closed under all three budgets. Presets without a tool protocol (aider)
+count a clean exit as the submission.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from sreforge_contracts import HarnessProfile
+
+from sreforge_runner._errors import ProfileError, SessionError
+from sreforge_runner._native import NATIVE_DIR, collect_native, mini_swe_submitted
+from sreforge_runner._process import Budgets
+from sreforge_runner._proxy import ModelProxy
+from sreforge_runner._reins import Dispatch
+from sreforge_runner._sandbox import HostSandbox
+from sreforge_runner._submit import SENTINEL_DIR, SENTINEL_FILE
+from sreforge_runner._transcript import route_secrets, scrub_file, write_transcript
+
+__all__ = ["SUBMIT_ON_EXIT", "CliAgentRein", "build_prompt"]
+
+SUBMIT_ON_EXIT = frozenset({"aider"})
+"""Presets whose clean exit is the submission (no way to call `submit`)."""
+_PROMPT_FILE = "page.md"
+MODEL_CALLS = "model-calls.jsonl"
+_PROXY_ENV = {
+    "openai": ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
+    "anthropic": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+}
+_FOOTER = """
+
+---
+You are on call. The service's code is the git repository in `{workspace}` (your
+current directory). Change the code to mitigate the incident. When your change is
+ready, run `submit` (add `--rca FILE` to attach a short root-cause write-up).
+Only what you submit is built, tested and deployed.
+"""
+
+
+def build_prompt(page: str, workspace: str) -> str:
+    """The agent's prompt: the page, then where the code is and how to submit."""
+    return page.rstrip() + _FOOTER.format(workspace=workspace)
+
+
+@dataclass
+class CliAgentRein:
+    """A CLI agent driven headless inside the sandbox."""
+
+    profile: HarnessProfile
+    page: str
+    run_id: str = "run"
+    session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    _argv: list[str] = field(default_factory=list, init=False, repr=False)
+    _env: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    _exit_code: int | None = field(default=None, init=False, repr=False)
+    _proxy: ModelProxy | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.profile.command is None:
+            raise ProfileError(f"agent {self.profile.name}: rein command needs a [command]")
+
+    @property
+    def name(self) -> str:
+        """The profile's name."""
+        return self.profile.name
+
+    async def start_session(self, sandbox: HostSandbox) -> None:
+        """Write the prompt file and fill the argv and env templates."""
+        command = self.profile.command
+        assert command is not None
+        workspace = str(sandbox.inside(sandbox.workspace))
+        prompt = build_prompt(self.page, workspace)
+        prompt_file = sandbox.session_dir / _PROMPT_FILE
+        prompt_file.write_text(prompt)
+        values = {
+            "prompt": prompt,
+            "prompt_file": str(sandbox.inside(prompt_file)),
+            "model": self.profile.model or "",
+            "workspace": workspace,
+            "home": str(sandbox.inside(sandbox.home)),
+            "session_dir": str(sandbox.inside(sandbox.session_dir)),
+            "session_id": self.session_id,
+        }
+        executable = command.executable or command.preset
+        self._argv = [executable, *(_fill(arg, values) for arg in command.args)]
+        self._env = {key: _fill(value, values) for key, value in command.env.items()}
+        routed = route_secrets(self.profile.credential_routes)
+        if self.profile.metadata.get("proxy"):
+            self._env.update(self._start_proxy(sandbox, routed))
+        else:
+            self._env.update(routed)
+
+    def _start_proxy(self, sandbox: HostSandbox, routed: dict[str, str]) -> dict[str, str]:
+        """Start the session's model proxy; the agent gets its URL and token, not the key."""
+        metadata = self.profile.metadata
+        flavor = metadata["proxy"]
+        if flavor not in _PROXY_ENV or not metadata.get("upstream"):
+            raise ProfileError(
+                f"agent {self.name}: metadata.proxy must be openai|anthropic with an upstream"
+            )
+        url_env, key_env = _PROXY_ENV[flavor]
+        self._proxy = ModelProxy(
+            flavor=flavor,  # type: ignore[arg-type]
+            upstream=metadata["upstream"],
+            key=next(iter(routed.values()), None),
+            log_path=sandbox.root / MODEL_CALLS,
+        )
+        base_url = self._proxy.start()
+        return {
+            metadata.get("proxy_url_env", url_env): base_url,
+            metadata.get("proxy_key_env", key_env): self._proxy.token,
+        }
+
+    async def dispatch(self, sandbox: HostSandbox, budgets: Budgets) -> Dispatch:
+        """Run the agent, stdin closed, under session-start, idle and total budgets."""
+        if not self._argv:
+            raise SessionError(f"agent {self.name}: dispatch before start_session")
+        started = time.monotonic()
+        outcome = await sandbox.run(self._argv, budgets, extra_env=self._env)
+        self._exit_code = outcome.exit_code
+        return Dispatch(
+            stop_reason=f"timeout:{outcome.timeout}" if outcome.timeout else "exited",
+            duration_ms=(time.monotonic() - started) * 1000,
+            exit_code=outcome.exit_code,
+            timeout=outcome.timeout,
+        )
+
+    async def end_session(self, sandbox: HostSandbox) -> None:
+        """Exit-is-submit presets get their sentinel; logs are scrubbed; the transcript
+        (`agent-transcript.json`) is written."""
+        sentinel = sandbox.workspace / SENTINEL_DIR / SENTINEL_FILE
+        if self._exit_is_submit(sandbox) and not sentinel.exists():
+            sentinel.parent.mkdir(exist_ok=True)
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            sentinel.write_text(f'{{"submitted_at": "{stamp}", "rca": false}}\n')
+        secrets = route_secrets(self.profile.credential_routes)
+        command = self.profile.command
+        preset = command.preset if command else ""
+        native, _ = collect_native(preset, sandbox.home, sandbox.root / NATIVE_DIR, secrets)
+        write_transcript(
+            sandbox.root,
+            run_id=self.run_id,
+            harness=self.profile.name,
+            model=self.profile.model,
+            session=self.session_id,
+            confinement=sandbox.confinement,
+            submitted=sentinel.exists(),
+            secrets=secrets,
+            native_files=tuple(native),
+        )
+        for path in (sandbox.log_path, sandbox.transcript_path):
+            scrub_file(path, secrets)
+
+    def _exit_is_submit(self, sandbox: HostSandbox) -> bool:
+        command = self.profile.command
+        if command is None or self._exit_code != 0:
+            return False
+        if command.preset == "mini-swe-agent":
+            return mini_swe_submitted(sandbox.home)
+        return command.preset in SUBMIT_ON_EXIT
+
+    async def cleanup_session(self, sandbox: HostSandbox) -> None:
+        """Stop the proxy, forget the credential values, remove the prompt file."""
+        if self._proxy is not None:
+            self._proxy.close()
+            self._proxy = None
+        self._env.clear()
+        (sandbox.session_dir / _PROMPT_FILE).unlink(missing_ok=True)
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", value)
+    return template

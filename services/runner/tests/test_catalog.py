@@ -1,0 +1,171 @@
+"""The profile catalog (`agents/*.toml`), readiness probes and resolution before any sandbox."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from sreforge_contracts import ExecutionRequest
+from sreforge_runner import (
+    SUBMIT_ON_EXIT,
+    ProfileError,
+    ProfileRefused,
+    RunnerSettings,
+    check_profile,
+    load_catalog,
+    load_profile,
+    refusal,
+    resolve,
+    stored_probe,
+)
+
+CATALOG = Path(__file__).resolve().parents[3] / "agents"
+PRESETS = ("claude-code", "codex", "gemini-cli", "aider", "mini-swe-agent")
+
+
+def test_the_repo_catalog_has_the_builtins_ready_and_the_presets_unverified() -> None:
+    """Built-ins run as now (ready, host-open); CLI presets are unverified and sandboxed."""
+    catalog = load_catalog(CATALOG)
+    assert set(catalog) == {"noop", "reference", "scripted", "openai", *PRESETS}
+    assert catalog["openai"].readiness.state == "unverified"
+    for name in ("noop", "reference", "scripted"):
+        assert catalog[name].rein == name
+        assert catalog[name].readiness.state == "ready"
+        assert catalog[name].sandbox == "host-open"
+    for name in PRESETS:
+        profile = catalog[name]
+        assert profile.rein == "command"
+        assert profile.readiness.state == "unverified"
+        assert profile.sandbox == "host-sandboxed"
+        assert profile.command is not None
+        assert profile.command.preset == name
+        joined = " ".join(profile.command.args)
+        assert "{prompt}" in joined or "{prompt_file}" in joined
+
+
+@pytest.mark.parametrize(
+    ("name", "flags", "env"),
+    [
+        ("claude-code", ["--print", "stream-json", "bypassPermissions"], {"IS_SANDBOX": "1"}),
+        ("codex", ["exec", "--json", "--dangerously-bypass-approvals-and-sandbox"], {}),
+        ("gemini-cli", ["--yolo"], {"GEMINI_CLI_TRUST_WORKSPACE": "true"}),
+        ("aider", ["--yes-always", "--no-auto-commits"], {}),
+        ("mini-swe-agent", ["--yolo", "--exit-immediately"], {"MSWEA_CONFIGURED": "true"}),
+    ],
+)
+def test_presets_run_headless_with_their_inner_sandbox_off(
+    name: str, flags: list[str], env: dict[str, str]
+) -> None:
+    """Each preset carries the headless / no-prompt / inner-sandbox-off flags of harness.md §7."""
+    command = load_catalog(CATALOG)[name].command
+    assert command is not None
+    for flag in flags:
+        assert any(flag in arg for arg in command.args), (name, flag)
+    for key, value in env.items():
+        assert command.env[key] == value
+
+
+def test_aider_counts_a_clean_exit_as_submit() -> None:
+    """Aider has no tool protocol for `submit`."""
+    assert "aider" in SUBMIT_ON_EXIT
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('name = "bad"\nrein = "magic"\n', r"bad\.toml: rein: Input should be"),
+        ('name = "bad"\nrein = "noop"\nsandbx = "x"\n', r"bad\.toml: sandbx: Extra inputs"),
+        ('name = "other"\nrein = "noop"\n', r"bad\.toml: name: 'other' must match"),
+        ('name = "bad"\nrein = "command"\n', r"bad\.toml: profile: Value error, command"),
+        ('name = "bad"\nrein = "noop"\n[readiness]\nstate = "blocked"\n', r"readiness: Value"),
+        ("name = ", r"bad\.toml: not valid TOML"),
+    ],
+)
+def test_a_bad_profile_file_names_the_file_and_the_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """Loader errors say which file and which field are wrong."""
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ProfileError, match=message):
+        load_profile(path)
+
+
+def _request(agent: str) -> ExecutionRequest:
+    return ExecutionRequest(
+        request_id="run-1", harness_profile_ref=agent, repository="/w", title="page"
+    )
+
+
+def _settings(tmp_path: Path, agents: Path = CATALOG) -> RunnerSettings:
+    return RunnerSettings(agents_dir=agents, readiness_dir=tmp_path / "readiness")
+
+
+def test_builtins_resolve_ready_and_presets_only_as_proof_runs(tmp_path: Path) -> None:
+    """scripted:<name> selects `scripted`; an unverified preset resolves labelled as proof."""
+    settings = _settings(tmp_path)
+    scripted = resolve(_request("scripted:notes-only"), settings)
+    assert (scripted.profile.name, scripted.proof_run) == ("scripted", False)
+    codex = resolve(_request("codex"), settings)
+    assert codex.proof_run
+    assert codex.readiness.state == "unverified"
+
+
+def test_unknown_and_disabled_profiles_are_refused(tmp_path: Path) -> None:
+    """Refusals happen at resolution and say why."""
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "off.toml").write_text('name = "off"\nrein = "noop"\nstatus = "disabled"\n')
+    settings = _settings(tmp_path, agents)
+    with pytest.raises(ProfileRefused, match="unknown profile"):
+        resolve(_request("nope"), settings)
+    with pytest.raises(ProfileRefused, match="disabled"):
+        resolve(_request("off"), settings)
+
+
+def test_a_missing_binary_is_blocked_and_then_refused_with_owner_and_evidence(
+    tmp_path: Path,
+) -> None:
+    """`check` stores blocked evidence; resolution then refuses, naming owner and evidence,
+    and the refusal's evidence shows nothing was created or torn down."""
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "ghost.toml").write_text(
+        'name = "ghost"\nrein = "command"\nsandbox = "host-open"\n'
+        '[command]\npreset = "custom"\nexecutable = "no-such-agent-binary"\n'
+    )
+    settings = _settings(tmp_path, agents)
+    profile = load_profile(agents / "ghost.toml")
+    record = check_profile(profile, settings)
+    assert record.readiness.state == "blocked"
+    assert record.readiness.owner == "operator"
+    assert "no-such-agent-binary" in (record.readiness.evidence or "")
+    assert stored_probe("ghost", settings) == record
+    with pytest.raises(ProfileRefused) as refused:
+        resolve(_request("ghost"), settings)
+    assert "owner: operator" in str(refused.value)
+    assert "no-such-agent-binary" in str(refused.value)
+    result = refusal(_request("ghost"), refused.value)
+    assert not result.ok
+    evidence = result.evidence
+    assert (evidence.outcome, evidence.failure_stage) == ("refused", "resolution")
+    assert (evidence.session_cleanup, evidence.sandbox_destroy) == ("not_attempted",) * 2
+    assert evidence.confinement is None
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+def test_a_binary_that_answers_inside_the_sandbox_is_ready(tmp_path: Path) -> None:
+    """The probe runs `--version` inside bubblewrap: positive, stored evidence → ready."""
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "gitty.toml").write_text(
+        'name = "gitty"\nrein = "command"\nsandbox = "host-sandboxed"\n'
+        '[command]\npreset = "custom"\nexecutable = "git"\n'
+    )
+    settings = _settings(tmp_path, agents)
+    record = check_profile(load_profile(agents / "gitty.toml"), settings)
+    assert record.readiness.state == "ready", record
+    assert "git version" in (record.readiness.evidence or "")
+    assert [check.exit_code for check in record.checks] == [0, 0]
+    assert not resolve(_request("gitty"), settings).proof_run

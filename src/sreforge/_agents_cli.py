@@ -1,0 +1,125 @@
+"""`sreforge agents list|show|check`: the agent profile catalog and its readiness.
+
+`cli.py` wires this in with `add_agents_commands(verbs)`. The catalog is
+`agents/*.toml` (or `SREFORGE_AGENTS`); `check` probes a profile on this host and
+stores the evidence under the engine home (`$SREFORGE_HOME/agents/<name>.json`),
+where the runner reads it: a blocked profile is refused before any sandbox exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from collections.abc import Callable
+from typing import TypeVar
+
+from sreforge_contracts import HarnessProfile, OperationalReadiness
+from sreforge_runner import (
+    ProfileError,
+    RunnerSettings,
+    check_profile,
+    effective_readiness,
+    find_profile,
+    load_catalog,
+)
+
+from sreforge._errors import SreforgeError
+
+__all__ = ["add_agents_commands", "handle_agents_check", "handle_agents_list", "handle_agents_show"]
+
+T = TypeVar("T")
+
+
+def add_agents_commands(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `agents list`, `agents show <profile>` and `agents check <profile>`."""
+    agents = verbs.add_parser("agents", help="list, show or check agent profiles")
+    agent_verbs = agents.add_subparsers(dest="agents_verb", required=True, metavar="VERB")
+    listing = agent_verbs.add_parser("list", help="every profile with its rein, sandbox, readiness")
+    listing.set_defaults(handler=handle_agents_list)
+    show = agent_verbs.add_parser("show", help="one profile in full, with its command line")
+    show.add_argument("profile")
+    show.add_argument("--json", action="store_true", help="the profile as JSON")
+    show.set_defaults(handler=handle_agents_show)
+    check = agent_verbs.add_parser("check", help="probe a profile here and store the evidence")
+    check.add_argument("profile")
+    check.set_defaults(handler=handle_agents_check)
+
+
+def handle_agents_list(args: argparse.Namespace) -> int:
+    """Print one line per catalog profile."""
+    settings = RunnerSettings()
+    catalog = _guard(lambda: load_catalog(settings.agents_dir))
+    print(f"{'PROFILE':<16} {'REIN':<10} {'SANDBOX':<15} {'READINESS':<11} MODEL")
+    for profile in catalog.values():
+        try:
+            readiness = effective_readiness(profile, settings)
+        except ProfileError as error:
+            raise SreforgeError(str(error)) from error
+        state = readiness.state if profile.status == "enabled" else "disabled"
+        model = profile.model or "-"
+        print(f"{profile.name:<16} {profile.rein:<10} {profile.sandbox:<15} {state:<11} {model}")
+    print(f"(catalog: {settings.agents_dir}; probes: {settings.readiness_dir})")
+    return 0
+
+
+def handle_agents_show(args: argparse.Namespace) -> int:
+    """Print one profile: fields, command line, routes (names only), readiness."""
+    settings = RunnerSettings()
+    profile = _guard(lambda: find_profile(settings.agents_dir, args.profile))
+    readiness = _guard(lambda: effective_readiness(profile, settings))
+    if args.json:
+        body = {
+            "profile": profile.model_dump(mode="json"),
+            "readiness": readiness.model_dump(mode="json"),
+        }
+        print(json.dumps(body, indent=2))
+        return 0
+    print(f"{profile.name}: {profile.description}")
+    print(f"  rein      {profile.rein}    sandbox {profile.sandbox}    status {profile.status}")
+    print(f"  model     {profile.model or '-'}")
+    limits = profile.limits
+    print(
+        f"  limits    session start {limits.session_start_s:g} s, "
+        f"idle {limits.idle_s:g} s, total {limits.total_s:g} s"
+    )
+    if profile.credential_routes:
+        print(f"  routes    {', '.join(profile.credential_routes)} (names; values never shown)")
+    if profile.command is not None:
+        executable = profile.command.executable or profile.command.preset
+        print(f"  command   {shlex.join([executable, *profile.command.args])}")
+        for key, value in profile.command.env.items():
+            print(f"  env       {key}={value}")
+    _print_readiness(readiness)
+    return 0
+
+
+def handle_agents_check(args: argparse.Namespace) -> int:
+    """Probe the profile on this host, store the evidence, print it; exit 1 unless ready."""
+    settings = RunnerSettings()
+    profile: HarnessProfile = _guard(lambda: find_profile(settings.agents_dir, args.profile))
+    print(f"checking {profile.name} ({profile.rein}, {profile.sandbox}) ...", flush=True)
+    record = check_profile(profile, settings)
+    for check in record.checks:
+        print(f"  {check.what}: exit {check.exit_code}: {check.first_line}")
+    _print_readiness(record.readiness)
+    print(f"  stored    {settings.readiness_dir / (profile.name + '.json')}")
+    return 0 if record.readiness.state == "ready" else 1
+
+
+def _print_readiness(readiness: OperationalReadiness) -> None:
+    label = readiness.state.upper()
+    print(f"  readiness {label}" + (f" ({readiness.reason})" if readiness.reason else ""))
+    if readiness.owner:
+        print(f"  owner     {readiness.owner}")
+    if readiness.evidence:
+        print(f"  evidence  {readiness.evidence}")
+    if readiness.state == "unverified":
+        print("  note      runs only as a labelled proof run until a check passes")
+
+
+def _guard(action: Callable[[], T]) -> T:
+    try:
+        return action()
+    except ProfileError as error:
+        raise SreforgeError(str(error)) from error

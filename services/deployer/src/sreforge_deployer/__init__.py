@@ -1,11 +1,13 @@
 """The SREForge deployer service. Stacks, fault arming, CI gate, auto-merge, redeploy and cleanup.
 
-Today it holds the local topology: `LocalStack` runs one run's stack as child
-processes on leased loopback ports, with its own Prometheus, Alertmanager and git
-workspace; `teardown_run` / `list_stacks` reach stacks other processes started.
+On the bus (`SERVICE`, a `DeployerService`): RunRequested → StackReady, FaultArmed;
+Submitted → CiResult, Deployed; Scored / RunFailed → CleanedUp. Underneath, the local
+topology: `LocalStack` runs one run's stack as child processes on leased loopback
+ports, with its own Prometheus, Alertmanager and git workspace; `teardown_run` /
+`list_stacks` reach stacks other processes started.
 """
 
-from sreforge_deployer._adapter import SERVICE
+from sreforge_deployer._adapter import SERVICE, Deployer, DeployerService, deployer_service
 from sreforge_deployer._errors import (
     BinaryMissingError,
     ComponentStartError,
@@ -30,7 +32,9 @@ __all__ = [
     "Author",
     "BinaryMissingError",
     "ComponentStartError",
+    "Deployer",
     "DeployerError",
+    "DeployerService",
     "DeployerSettings",
     "LoadControlError",
     "LocalStack",
@@ -44,6 +48,7 @@ __all__ = [
     "TeardownReport",
     "Workspace",
     "WorkspaceError",
+    "deployer_service",
     "list_stacks",
     "render_observability",
     "scale_duration",

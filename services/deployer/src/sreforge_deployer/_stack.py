@@ -48,6 +48,7 @@ from sreforge_deployer._spec import (
 )
 from sreforge_deployer._state import GroupRecord, StackRecord
 from sreforge_deployer._teardown import leftovers, remove_run_dir
+from sreforge_deployer._token import read_or_create_token
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
 
@@ -92,6 +93,8 @@ class LocalStack:
         time_scale: float = 1.0,
         run_id: str | None = None,
         webhook_url: str | None = None,
+        webhook_route: str | None = None,
+        webhook_token_file: Path | None = None,
         settings: DeployerSettings | None = None,
     ) -> None:
         if not 0 < time_scale <= 1:
@@ -102,8 +105,15 @@ class LocalStack:
         self.time_scale = time_scale
         self.run_id = run_id or f"run-{secrets.token_hex(4)}"
         self.run_dir = self.settings.runs_root / self.run_id
-        self.webhook_route = secrets.token_hex(12)
-        self.webhook_token = secrets.token_urlsafe(32)
+        self.webhook_route = webhook_route or secrets.token_hex(12)
+        # A shared token file (the trigger's) is read by Alertmanager as is; without one
+        # the stack mints its own token into the run dir.
+        self.webhook_token_file = webhook_token_file
+        self.webhook_token = (
+            read_or_create_token(webhook_token_file)
+            if webhook_token_file
+            else secrets.token_urlsafe(32)
+        )
         self._webhook_base = webhook_url
         self._leases: dict[str, PortLease] = {}
         self._components: dict[str, Component] = {}
@@ -112,6 +122,7 @@ class LocalStack:
         self.workspace: Workspace | None = None
         self.rendered: RenderedObservability | None = None
         self.base_commit: str | None = None
+        self.fault_commit: str | None = None
         self.armed_at: datetime | None = None
         self.teardown_report: TeardownReport | None = None
 
@@ -159,15 +170,17 @@ class LocalStack:
             self.pause()
         mode = self.setup.delivery_mode
         if mode in _RECENT_MODES:
-            workspace.deliver_recent(self.setup.inject_patches)
+            created = workspace.deliver_recent(self.setup.inject_patches)
+            self.fault_commit = created[-1] if created else None
             self._restart(self.spec.service)
         elif mode == "arm-runtime-notrace":
             self._runtime_env = dict(self.setup.runtime_env)
             self._restart(self.spec.service)
         self.base_commit = workspace.head()
-        self.armed_at = datetime.now(UTC)
-        if self.spec.load is not None:
-            self.start_load()
+        # The confirm-fire clock starts when load hits the faulted build, not before
+        # the warm-up and its settling.
+        armed_at = self.start_load() if self.spec.load is not None else None
+        self.armed_at = armed_at or datetime.now(UTC)
         return self.base_commit
 
     def redeploy(self, service: str | None = None, *, readiness_gate: bool | None = None) -> float:
@@ -218,8 +231,10 @@ class LocalStack:
             raise TeardownIncompleteError(self.run_id, remaining)
         return self.teardown_report
 
-    def start_load(self) -> None:
+    def start_load(self) -> datetime:
         """Warm the service's working set, let the warm-up age out of the rules, resume load.
+
+        Returns when the load was resumed.
 
         The warm-up's cold misses are real requests in the service's histogram; resuming
         only once every rule window has moved past them keeps a healthy build from
@@ -229,7 +244,9 @@ class LocalStack:
         if load.warmup:
             self._post_load(load.warmup, timeout=120.0)
             self._settle(time.time())
+        resumed_at = datetime.now(UTC)
         self.resume()
+        return resumed_at
 
     def pause(self) -> None:
         """Pause the load generator (it keeps serving metrics)."""
@@ -344,9 +361,11 @@ class LocalStack:
     def _start_observability(self) -> None:
         obs = self.run_dir / "observability"
         obs.mkdir(parents=True)
-        token_file = obs / "webhook.token"
-        token_file.write_text(self.webhook_token)
-        token_file.chmod(0o600)
+        token_file = self.webhook_token_file
+        if token_file is None:
+            token_file = obs / "webhook.token"
+            token_file.write_text(self.webhook_token)
+            token_file.chmod(0o600)
         wiring = self._wiring()
         values = wiring.template_values(self.webhook_url or _NO_RECEIVER, token_file)
         template_dir = self.spec.root / self.spec.observability

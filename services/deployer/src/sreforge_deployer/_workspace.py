@@ -13,7 +13,7 @@ from pathlib import Path
 from sreforge_deployer._errors import WorkspaceError
 from sreforge_deployer._history import DEFAULT_HISTORY, SETUP_BAKED_TAIL, Author, HistoryCommit
 
-__all__ = ["Workspace", "source_files"]
+__all__ = ["Workspace", "git_env", "identity_env", "source_files"]
 
 _IGNORED_PARTS = {
     "__pycache__",
@@ -79,7 +79,7 @@ class Workspace:
         result = subprocess.run(
             ["git", "-c", "core.logAllRefUpdates=false", *args],
             cwd=self.path,
-            env={**_git_env(), **(env or {})},
+            env={**git_env(), **(env or {})},
             capture_output=True,
             text=True,
             check=False,
@@ -100,7 +100,7 @@ class Workspace:
         created = []
         for patch, date in zip(patches, dates, strict=True):
             committer = self._patch_author(patch)
-            stamp = _identity_env(committer, date)
+            stamp = identity_env(committer, date)
             try:
                 self.git("am", "-q", "--committer-date-is-author-date", str(patch), env=stamp)
             except WorkspaceError:
@@ -113,7 +113,7 @@ class Workspace:
                 "--amend",
                 "--no-edit",
                 f"--date={date}",
-                env=_identity_env(author, date),
+                env=identity_env(author, date),
             )
             created.append(self.head())
         return created
@@ -129,7 +129,7 @@ class Workspace:
         """`git apply` a plain diff and commit it as `author` now; return the commit id."""
         self.git("apply", "--index", str(patch.resolve()))
         date = datetime.now(UTC).astimezone().isoformat()
-        self.git("commit", "-q", "-m", message, env=_identity_env(author, date))
+        self.git("commit", "-q", "-m", message, env=identity_env(author, date))
         return self.head()
 
     def reset_to(self, commit: str) -> None:
@@ -153,7 +153,7 @@ class Workspace:
             shutil.copyfile(source / relative, target)
             shutil.copymode(source / relative, target)
         self.git("add", "--", *chosen)
-        stamp = _identity_env(commit.author, commit.date)
+        stamp = identity_env(commit.author, commit.date)
         self.git("commit", "-q", "-m", commit.message, env=stamp)
         return [path for path in pending if path not in chosen]
 
@@ -173,7 +173,7 @@ class Workspace:
         return Author(name, email)
 
 
-def _identity_env(author: Author, date: str) -> dict[str, str]:
+def identity_env(author: Author, date: str) -> dict[str, str]:
     return {
         "GIT_AUTHOR_NAME": author.name,
         "GIT_AUTHOR_EMAIL": author.email,
@@ -184,7 +184,7 @@ def _identity_env(author: Author, date: str) -> dict[str, str]:
     }
 
 
-def _git_env() -> dict[str, str]:
+def git_env() -> dict[str, str]:
     # Neither the operator's global config nor their identity may leak into the repo.
     keep = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     return {**keep, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}

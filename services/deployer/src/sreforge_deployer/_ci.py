@@ -1,0 +1,192 @@
+"""The CI gate and the auto-merge: a clean checkout of the submission, its tests, the merge.
+
+Blocking (git and pytest subprocesses): the adapter calls these through
+`asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sreforge_deployer._errors import WorkspaceError
+from sreforge_deployer._history import Author
+from sreforge_deployer._workspace import Workspace, git_env, identity_env
+
+__all__ = ["MERGE_AUTHOR", "MERGE_MESSAGE", "CiCheckout", "CiRun", "merge_and_checkout"]
+
+MERGE_AUTHOR = Author("Merge Queue", "merge-queue@localhost")
+MERGE_MESSAGE = "Merge change into main"
+# Never left behind in the agent's view of the repo (the runner's sentinel lives there).
+_KEEP_ON_CLEAN = ".sreforge"
+_TEST_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+
+
+@dataclass(frozen=True)
+class CiRun:
+    """What the gate found: exit code (None when it timed out or never ran), output, time."""
+
+    green: bool
+    output: str
+    exit_code: int | None
+    duration_ms: float
+    tree: str | None = None
+    """The submitted tree's id in the checkout (set when the patch applied)."""
+
+
+class CiCheckout:
+    """A throwaway clone of the run workspace at the base commit, with the submission applied.
+
+    Use as a context manager: the temp dir is removed on exit.
+    """
+
+    def __init__(self, workspace: Path, base_commit: str) -> None:
+        self.workspace = workspace
+        self.base_commit = base_commit
+        self._root = Path(tempfile.mkdtemp(prefix="ci-"))
+        self.path = self._root / "repo"
+
+    def __enter__(self) -> CiCheckout:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the checkout."""
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    def prepare(self, diff: str) -> tuple[str | None, str | None]:
+        """Clone at the base and apply `diff`: (tree id, None), or (None, git's complaint)."""
+        self._clone()
+        complaint = self._apply(diff)
+        if complaint is not None:
+            return None, complaint
+        return self._git("write-tree").stdout.strip(), None
+
+    def run(self, diff: str, python: str, timeout_s: float, max_chars: int) -> CiRun:
+        """Check out the base, apply `diff`, run the app's tests; never raises for a red run."""
+        started = time.monotonic()
+        tree, complaint = self.prepare(diff)
+        if tree is None:
+            return CiRun(False, complaint or "", None, _ms_since(started))
+        code, output = _run_tests(self.path, python, timeout_s)
+        return CiRun(code == 0, truncate(output, max_chars), code, _ms_since(started), tree)
+
+    def _clone(self) -> None:
+        src = str(self.workspace)
+        args = ["clone", "-q", "--no-checkout", "--shared", src, str(self.path)]
+        _checked(_git_run(self._root, args), "clone of the run workspace")
+        _checked(self._git("checkout", "-q", "--detach", self.base_commit), "checkout of base")
+
+    def _apply(self, diff: str) -> str | None:
+        """Apply the diff to the index and tree; git's message when it does not apply."""
+        if not diff.strip():
+            return None
+        patch = self._root / "submission.patch"
+        patch.write_text(diff if diff.endswith("\n") else diff + "\n")
+        result = self._git("apply", "--binary", "--index", str(patch))
+        if result.returncode != 0:
+            return f"the submitted diff does not apply to {self.base_commit[:12]}:\n{result.stderr}"
+        return None
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return _git_run(self.path, list(args))
+
+
+def merge_and_checkout(checkout: CiCheckout, tree: str) -> str:
+    """Commit `tree` onto the workspace's main and make the workspace exactly that commit.
+
+    The commit's parent is main as the agent left it, so its own commits stay in the
+    history; the tree is the one CI tested. Untracked files are removed (the runner's
+    `.sreforge/` excepted). Returns the merged commit id.
+    """
+    workspace = Workspace(checkout.workspace)
+    parent = _main_head(workspace) or checkout.base_commit
+    stamp = identity_env(MERGE_AUTHOR, _now_iso())
+    made = _git_run(checkout.path, ["commit-tree", tree, "-p", parent, "-m", MERGE_MESSAGE], stamp)
+    commit = _checked(made, "commit of the merged tree").stdout.strip()
+    workspace.git("fetch", "-q", "--no-tags", str(checkout.path), commit)
+    workspace.git("checkout", "-q", "-f", "-B", "main", commit)
+    workspace.git("clean", "-q", "-ffdx", "-e", _KEEP_ON_CLEAN)
+    if workspace.head() != commit:
+        raise WorkspaceError(f"workspace {workspace.path} is not at the merged commit {commit}")
+    return commit
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """`text`, or its head and tail around a marker saying how much was cut."""
+    if len(text) <= max_chars:
+        return text
+    half = max_chars // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"
+
+
+def _main_head(workspace: Workspace) -> str | None:
+    try:
+        return workspace.git("rev-parse", "--verify", "-q", "refs/heads/main")
+    except WorkspaceError:
+        return None
+
+
+def _run_tests(cwd: Path, python: str, timeout_s: float) -> tuple[int | None, str]:
+    env = {key: os.environ[key] for key in _TEST_ENV if key in os.environ}
+    env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    tests = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    try:
+        output, _ = tests.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        # The whole group: a test that spawned helpers must not outlive the gate.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(tests.pid, signal.SIGKILL)
+        output, _ = tests.communicate()
+        return None, f"{output}\n[the tests did not finish within {timeout_s:g} s]"
+    return tests.returncode, output
+
+
+def _git_run(
+    cwd: Path, args: list[str], extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-c", "core.logAllRefUpdates=false", *args],
+        cwd=cwd,
+        env={**git_env(), **(extra or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _checked(
+    result: subprocess.CompletedProcess[str], what: str
+) -> subprocess.CompletedProcess[str]:
+    if result.returncode != 0:
+        raise WorkspaceError(f"CI: {what} failed (exit {result.returncode}):\n{result.stderr}")
+    return result
+
+
+def _ms_since(started: float) -> float:
+    return (time.monotonic() - started) * 1000
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).astimezone().isoformat()

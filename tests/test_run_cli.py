@@ -92,8 +92,8 @@ def test_a_progress_line_shows_elapsed_time_phase_and_detail() -> None:
     )
 
 
-def test_phase_events_are_described_and_others_are_not() -> None:
-    """Every phase event gets a line; bookkeeping events (CleanedUp) get none."""
+def test_phase_events_are_described_with_their_detail() -> None:
+    """Every phase event gets a line, the teardown included, so the operator sees it end."""
     requested = RunRequested(
         run_id=RUN, producer="c", scenario="s-1", agent="noop", time_scale=0.1, alert_route="r1"
     )
@@ -109,7 +109,10 @@ def test_phase_events_are_described_and_others_are_not() -> None:
     assert describe(failed) == ("failed", "confirm-fire: no alert (aborted)")
     rejected = RunRejected(run_id=RUN, producer="c", reason="run.start: agent: unknown")
     assert describe(rejected) == ("rejected", "run.start: agent: unknown")
-    assert describe(CleanedUp(run_id=RUN, producer="d", verified=True)) is None
+    cleaned = CleanedUp(run_id=RUN, producer="d", verified=True)
+    assert describe(cleaned) == ("cleaned up", "verified: nothing left")
+    leaky = CleanedUp(run_id=RUN, producer="d", verified=False, leftovers=["pid 42"])
+    assert describe(leaky) == ("cleaned up", "LEFT: pid 42")
 
 
 def test_the_verdict_block_lists_each_signal_and_the_record() -> None:

@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 log = structlog.get_logger("sreforge.engine")
+_WORKER_THREADS = 32
 
 
 def load_services(names: Sequence[str]) -> list[Service]:
@@ -119,6 +121,11 @@ async def running_engine(
     `store_dir` (a temporary store when None) and stopped afterwards; `advertise` writes
     it to `engine.json` so other shells find it. Services stop gracefully on exit.
     """
+    # Stacks, CI and git run in worker threads and hold one for seconds at a time; the
+    # default pool (cores + 4) would let a few runs starve every other service.
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=_WORKER_THREADS, thread_name_prefix="sreforge")
+    )
     async with contextlib.AsyncExitStack() as stack:
         url = settings.nats_url
         if url is None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sreforge_bus import BusError, connect, follow
 from sreforge_contracts import (
     RUN_START_SUBJECT,
+    CleanedUp,
     ContractError,
     Determinism,
     Event,
@@ -41,6 +42,7 @@ from sreforge._engine import (
 )
 from sreforge._logging import configure_logging
 from sreforge._run_view import (
+    CLEANUP_GRACE_S,
     EXIT_CODES_HELP,
     EXIT_ERROR,
     RECORD_GRACE_S,
@@ -190,6 +192,7 @@ class _Follower:
         self._deadline = time.monotonic() + deadline_s
         self._events: asyncio.Queue[Event] = asyncio.Queue()
         self._verdict: Event | None = None
+        self._recorded: Recorded | None = None
 
     async def run(self) -> Outcome:
         reader = asyncio.create_task(self._read())
@@ -215,11 +218,16 @@ class _Follower:
                 continue
             if (shown := describe(event)) is not None:
                 self._progress.phase(*shown)
-            if isinstance(event, Recorded):
-                return self._ended(event.verdict, event.path)
+            if isinstance(event, CleanedUp) and self._recorded is not None:
+                return self._ended(self._recorded.verdict, self._recorded.path)
+            if isinstance(event, Recorded) and self._recorded is None:
+                self._recorded = event  # the record stands; wait briefly for the teardown
+                self._deadline = min(self._deadline, time.monotonic() + CLEANUP_GRACE_S)
             if isinstance(event, Scored | RunFailed | RunRejected) and self._verdict is None:
                 self._verdict = event
                 self._deadline = min(self._deadline, time.monotonic() + RECORD_GRACE_S)
+        if self._recorded is not None:
+            return self._ended(self._recorded.verdict, self._recorded.path)
         if self._verdict is not None:
             return self._ended(None, None)
         return Outcome(

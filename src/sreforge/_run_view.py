@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from sreforge_contracts import (
     BriefReady,
     CiResult,
+    CleanedUp,
     Deployed,
     Determinism,
     Event,
@@ -27,6 +28,7 @@ from sreforge_contracts import (
 )
 
 __all__ = [
+    "CLEANUP_GRACE_S",
     "EXIT_ABORTED",
     "EXIT_CODES_HELP",
     "EXIT_ERROR",
@@ -65,6 +67,7 @@ exit codes:
 _STACK_BOOT_S = 180.0
 _CI_AND_DEPLOY_S = 600.0
 RECORD_GRACE_S = 30.0
+CLEANUP_GRACE_S = 60.0
 REJECTION_GRACE_S = 10.0
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -128,6 +131,9 @@ def describe(event: Event) -> tuple[str, str] | None:
         return "failed", f"{event.stage}: {event.reason} ({event.verdict})"
     if isinstance(event, Recorded):
         return "recorded", event.path
+    if isinstance(event, CleanedUp):
+        left = ", ".join(event.leftovers)
+        return "cleaned up", "verified: nothing left" if event.verified else f"LEFT: {left}"
     return None
 
 

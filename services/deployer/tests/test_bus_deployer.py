@@ -17,6 +17,7 @@ from sreforge_contracts import (
     Deployed,
     Event,
     FaultArmed,
+    Recorded,
     RunFailed,
     RunRequested,
     StackReady,
@@ -120,13 +121,14 @@ def _submitted(run_id: str, diff: str, event_id: str = "") -> Submitted:
     return Submitted(run_id=run_id, producer="runner", event_id=event_id, submission=submission)
 
 
-def _failed(run_id: str, event_id: str = "") -> RunFailed:
-    return RunFailed(
+def _recorded(run_id: str, event_id: str = "") -> Recorded:
+    """What the recorder says once the run's record is written: the cue for cleanup."""
+    return Recorded(
         run_id=run_id,
-        producer="correlator",
+        producer="recorder",
         event_id=event_id,
-        stage="confirm-fire",
-        reason="alert never fired",
+        path=f"/records/{run_id}/record.json",
+        sha256="0" * 64,
         verdict="aborted",
     )
 
@@ -169,11 +171,11 @@ async def test_run_provisions_merges_redeploys_and_cleans_up_once_each(
     assert (workspace.path / "test_ok.py").is_file()
 
     await deployer.publish(_submitted(run_id, PASSING, event_id="redelivered-submission"))
-    await deployer.publish(_failed(run_id))
+    await deployer.publish(_recorded(run_id))
     cleaned = await deployer.one(run_id, CleanedUp)
     assert isinstance(cleaned, CleanedUp)
     assert cleaned.verified, cleaned.leftovers
-    await deployer.publish(_failed(run_id, event_id="second-failure"))
+    await deployer.publish(_recorded(run_id, event_id="second-record"))
     await deployer.settled()
     for kind in (StackReady, FaultArmed, CiResult, Deployed, CleanedUp):
         assert await deployer.stored(run_id, kind) == 1, f"one {kind.__name__}"
@@ -195,6 +197,7 @@ async def test_a_stack_that_fails_to_start_fails_the_run_with_the_component_and_
     assert failed.verdict == "aborted"
     assert "'tiny-load'" in failed.reason
     assert "fatal: cannot open /etc/tiny/load.conf" in failed.reason
+    await deployer.publish(_recorded(run_id))
     cleaned = await deployer.one(run_id, CleanedUp)
     assert isinstance(cleaned, CleanedUp)
     assert cleaned.verified, cleaned.leftovers
@@ -241,7 +244,7 @@ async def _true(value: object) -> bool:
 
 @pytest.mark.timeout(120)
 async def test_a_stack_known_only_by_its_state_file_is_torn_down(deployer: Running) -> None:
-    """RunFailed for a run this deployer never provisioned: found under runs_root and removed."""
+    """A recorded run this deployer never provisioned: found under runs_root and removed."""
     stack = LocalStack(
         FIXTURES / "tiny" / "scenarios" / "tiny-ok",
         time_scale=0.1,
@@ -251,7 +254,7 @@ async def test_a_stack_known_only_by_its_state_file_is_torn_down(deployer: Runni
     await asyncio.to_thread(stack.up)
     ports = set(stack.ports.values())
     try:
-        await deployer.publish(_failed(stack.run_id))
+        await deployer.publish(_recorded(stack.run_id))
         cleaned = await deployer.one(stack.run_id, CleanedUp)
         assert isinstance(cleaned, CleanedUp)
         assert cleaned.verified, cleaned.leftovers

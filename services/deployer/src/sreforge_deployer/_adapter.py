@@ -25,10 +25,10 @@ from sreforge_contracts import (
     ContractError,
     Deployed,
     Event,
+    Recorded,
     RunFailed,
     RunRequested,
     RunState,
-    Scored,
     Submitted,
     parse_event,
 )
@@ -68,9 +68,9 @@ Log = structlog.stdlib.BoundLogger
 
 STACK_CONSUMER = ConsumerSpec("deployer-stack", ("sreforge.run.*.RunRequested",))
 SUBMITTED_CONSUMER = ConsumerSpec("deployer-submitted", ("sreforge.run.*.Submitted",))
-CLEANUP_CONSUMER = ConsumerSpec(
-    "deployer-cleanup", ("sreforge.run.*.Scored", "sreforge.run.*.RunFailed")
-)
+# Cleanup waits for the record, not the verdict: the recorder still reads the run's
+# folder (the agent's transcript) when the verdict arrives.
+CLEANUP_CONSUMER = ConsumerSpec("deployer-cleanup", ("sreforge.run.*.Recorded",))
 
 
 @dataclass
@@ -161,8 +161,8 @@ class Deployer:
             diff, settings.python, settings.ci_timeout_seconds, settings.ci_output_max_chars
         )
 
-    async def on_finished(self, event: Scored | RunFailed, context: Context) -> Sequence[Event]:
-        """Tear the run's stack down and verify (CleanedUp); once per run."""
+    async def on_recorded(self, event: Recorded, context: Context) -> Sequence[Event]:
+        """Tear the run's stack down once its record is written, and verify (CleanedUp)."""
         run_id = event.run_id
         ledger = StageLedger(context.bus.runs, "cleanup", run_id)
         if not await ledger.claim():
@@ -372,14 +372,13 @@ class DeployerService(Service):
 def deployer_service(settings: DeployerSettings | None = None) -> DeployerService:
     """The deployer service (settings from the environment unless given)."""
     deployer = Deployer(settings)
-    finished: Callable[[bytes], Scored | RunFailed] = _parser(Scored, RunFailed)
     return DeployerService(
         name="deployer",
         deployer=deployer,
         routes=(
             Route(STACK_CONSUMER, deployer.on_run_requested, _parser(RunRequested)),
             Route(SUBMITTED_CONSUMER, deployer.on_submitted, _parser(Submitted)),
-            Route(CLEANUP_CONSUMER, deployer.on_finished, finished),
+            Route(CLEANUP_CONSUMER, deployer.on_recorded, _parser(Recorded)),
         ),
     )
 

@@ -166,3 +166,11 @@ def test_progress_without_a_tty_prints_only_phase_lines() -> None:
     assert stream.getvalue().endswith("armed        waiting for the alert\n")
     assert "\x1b" not in stream.getvalue()
     assert stream.getvalue().count("\n") == 1
+
+
+def test_a_verdict_below_time_scale_one_is_labelled_smoke() -> None:
+    """A quick run is a smoke verdict, and says so wherever the verdict is shown."""
+    smoke = Outcome(RUN, "passed", record="/r.json", time_scale=0.1)
+    assert "smoke verdict at time scale 0.1" in format_outcome(smoke).splitlines()[0]
+    full = Outcome(RUN, "passed", record="/r.json")
+    assert "smoke" not in format_outcome(full)

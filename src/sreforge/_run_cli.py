@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sys
 import time
@@ -167,7 +168,7 @@ class _Trial:
         self.progress.done()
         if not reply.accepted:  # the record (if any) says aborted; the command was refused
             return Outcome(reply.run_id, "rejected", reason=reply.error, record=outcome.record)
-        return outcome
+        return dataclasses.replace(outcome, time_scale=self.time_scale)
 
     def _deadline(self) -> float:
         from sreforge_correlator import CorrelatorSettings, ScenarioCatalog, StartRejected

@@ -81,6 +81,12 @@ class Outcome:
     reason: str | None = None
     score: OracleScore | None = None
     record: str | None = None
+    time_scale: float = 1.0
+
+    @property
+    def smoke(self) -> bool:
+        """A verdict at a time scale below 1 is a smoke verdict (SPEC §2)."""
+        return self.time_scale < 1
 
     @property
     def exit_code(self) -> int:
@@ -157,7 +163,10 @@ def format_progress(elapsed_s: float, phase: str, detail: str) -> str:
 
 def format_outcome(outcome: Outcome) -> str:
     """The verdict, the score with one line per signal, and the record path."""
-    lines = [f"verdict: {outcome.verdict}" + (f" (run {outcome.run_id})" if outcome.run_id else "")]
+    headline = f"verdict: {outcome.verdict}"
+    if outcome.smoke:
+        headline += f" — smoke verdict at time scale {outcome.time_scale:g}"
+    lines = [headline + (f" (run {outcome.run_id})" if outcome.run_id else "")]
     if outcome.reason:
         lines.append(f"reason:  {outcome.reason}")
     if outcome.score is not None:
@@ -195,6 +204,8 @@ def outcome_json(outcome: Outcome) -> str:
         "reason": outcome.reason,
         "score": outcome.score.model_dump(mode="json") if outcome.score else None,
         "record": outcome.record,
+        "time_scale": outcome.time_scale,
+        "smoke": outcome.smoke,
     }
     return json.dumps(payload)
 

@@ -7,8 +7,8 @@ event log and prints, side by side:
 - the wall time of the command, and the inherent time (stack boot + arming and the
   confirm-fire wait + agent + CI + redeploy + grading, from the record's phase timings);
   their ratio is the engine's overhead (target ≤ 1.02, SPEC §11);
-- the hop from the webhook arriving at the trigger (TriggerFired) to the run being
-  triggered (RunTriggered), and from Prometheus starting to fire to the webhook arriving
+- the hop from the page reaching the engine (the trigger service's TriggerFired) to the
+  run being triggered (RunTriggered), and from Prometheus starting to fire to the webhook arriving
   (Alertmanager's group wait, scaled, dominates that one).
 
     python bench/run_overhead.py [--scenario ID] [--time-scale 0.1] [--repeat 1]
@@ -94,32 +94,39 @@ def measure(scenario: str, time_scale: float) -> RunFigures:
         wall_s=wall_s,
         inherent_s=sum(phases.values()) / 1000,
         phases={name: round(ms / 1000, 1) for name, ms in phases.items()},
-        hop_ms=_between(events, "TriggerFired", "RunTriggered") * 1000,
+        hop_ms=_hop_s(events) * 1000,
         page_s=_page_delay(events),
     )
 
 
-def _event_time(events: list[dict[str, object]], kind: str) -> datetime:
-    for event in events:
-        body = event.get("event", event)
-        if isinstance(body, dict) and body.get("type") == kind:
-            return datetime.fromisoformat(str(body["occurred_at"]))
-    raise SystemExit(f"no {kind} in the run's event log")
-
-
-def _between(events: list[dict[str, object]], first: str, then: str) -> float:
-    return (_event_time(events, then) - _event_time(events, first)).total_seconds()
-
-
-def _page_delay(events: list[dict[str, object]]) -> float:
+def _run_triggered(events: list[dict[str, object]]) -> dict[str, object]:
     for event in events:
         body = event.get("event", event)
         if isinstance(body, dict) and body.get("type") == "RunTriggered":
-            trigger = body["trigger"]
-            assert isinstance(trigger, dict)
-            fired = datetime.fromisoformat(str(trigger["fired_at"]))
-            return (_event_time(events, "TriggerFired") - fired).total_seconds()
+            return body
     raise SystemExit("no RunTriggered in the run's event log")
+
+
+def _trigger_times(events: list[dict[str, object]]) -> tuple[datetime, datetime, datetime]:
+    """(source fired, engine received the page, run triggered)."""
+    body = _run_triggered(events)
+    trigger = body["trigger"]
+    assert isinstance(trigger, dict)
+    return (
+        datetime.fromisoformat(str(trigger["fired_at"])),
+        datetime.fromisoformat(str(trigger["received_at"])),
+        datetime.fromisoformat(str(body["occurred_at"])),
+    )
+
+
+def _hop_s(events: list[dict[str, object]]) -> float:
+    _, received, triggered = _trigger_times(events)
+    return (triggered - received).total_seconds()
+
+
+def _page_delay(events: list[dict[str, object]]) -> float:
+    fired, received, _ = _trigger_times(events)
+    return (received - fired).total_seconds()
 
 
 if __name__ == "__main__":

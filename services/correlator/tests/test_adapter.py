@@ -171,6 +171,7 @@ async def test_the_expected_alert_on_the_route_triggers_the_armed_run_once(
     triggered = parse_event(message.data)
     assert isinstance(triggered, RunTriggered)
     assert triggered.alert_fired_at == now
+    assert triggered.trigger.received_at == fired.occurred_at, "when the page reached the engine"
     assert [s.alert_name for s in triggered.trigger.signals] == [EXPECTED, "BookshelfUpstreamSlow"]
     state = await _state(bus, run_id)
     assert state.phase == "triggered"

@@ -45,6 +45,8 @@ class Trigger(Contract):
     signals: list[TriggerSignal] = Field(default_factory=list)
     route: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     """The opaque per-run route the notification arrived on; joins it to its run."""
+    received_at: datetime | None = None
+    """When the engine received the notification (`fired_at` is when the source fired)."""
 
     def content_hash(self) -> str:
         """A stable digest of what identifies this alert occurrence (not its annotations).

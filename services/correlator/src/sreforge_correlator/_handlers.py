@@ -124,6 +124,8 @@ class Correlator:
     async def trigger(self, event: TriggerFired | TriggerResolved, now: datetime) -> list[Event]:
         """Join a signal to the run that owns its route; announce the run if it triggered it."""
         trigger = event.trigger
+        if trigger.received_at is None:  # when the page reached the engine, for the record
+            trigger = trigger.model_copy(update={"received_at": event.occurred_at})
         run_id = await self._ledger.run_of_route(trigger.route) if trigger.route else None
         state = await self._ledger.load(run_id) if run_id else None
         if run_id is None or state is None:

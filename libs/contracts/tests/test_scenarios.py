@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from sreforge_contracts import (
     ContractError,
+    ScenarioNotFound,
     discover_scenarios,
+    find_scenario,
     load_scenario,
     load_scenario_env,
     parse_scenario_env,
@@ -172,6 +174,30 @@ def test_discover_lists_every_scenario_folder_sorted(scenario_dir: Path) -> None
         "bookshelf/scenarios/latency-cache-stampede",
         "other/scenarios/zzz",
     ]
+
+
+def test_find_scenario_loads_the_one_folder_with_that_id(scenario_dir: Path) -> None:
+    """Every service finds a run's scenario the same way: by folder name under the root."""
+    root = scenario_dir.parents[2]
+    assert find_scenario(root, "latency-cache-stampede").path == scenario_dir
+
+
+def test_find_scenario_refuses_a_missing_or_ambiguous_id(scenario_dir: Path) -> None:
+    """A missing id and an id under two use-cases are both errors naming the root."""
+    root = scenario_dir.parents[2]
+    with pytest.raises(ScenarioNotFound, match="found none"):
+        find_scenario(root, "no-such-scenario")
+    (root / "other" / "scenarios" / "latency-cache-stampede").mkdir(parents=True)
+    with pytest.raises(ScenarioNotFound, match="expected one folder"):
+        find_scenario(root, "latency-cache-stampede")
+
+
+def test_find_scenario_reports_an_invalid_manifest_by_file_and_field(scenario_dir: Path) -> None:
+    """A folder that exists but does not validate is a ContractError, not 'not found'."""
+    _rewrite(scenario_dir, "pass_threshold   = 0.85", "pass_threshold   = 2")
+    with pytest.raises(ContractError, match="pass_threshold") as caught:
+        find_scenario(scenario_dir.parents[2], "latency-cache-stampede")
+    assert not isinstance(caught.value, ScenarioNotFound)
 
 
 def test_eval_only_comes_from_the_manifest_scaled(scenario_dir: Path) -> None:

@@ -22,7 +22,7 @@ from sreforge_contracts._diagnosis import (
     parse_diagnosis,
 )
 from sreforge_contracts._envelope import CONTRACT_VERSION, Event, utcnow
-from sreforge_contracts._errors import ContractError
+from sreforge_contracts._errors import ContractError, ScenarioNotFound
 from sreforge_contracts._events import (
     BriefReady,
     CiResult,
@@ -88,7 +88,13 @@ from sreforge_contracts._run_record import (
     parse_run_record,
 )
 from sreforge_contracts._run_state import RUN_PHASES, PhaseChange, RunPhase, RunState, StackInfo
-from sreforge_contracts._scenario import Scenario, discover_scenarios, load_manifest, load_scenario
+from sreforge_contracts._scenario import (
+    Scenario,
+    discover_scenarios,
+    find_scenario,
+    load_manifest,
+    load_scenario,
+)
 from sreforge_contracts._scenario_env import (
     DeliveryMode,
     ScenarioEnv,
@@ -191,6 +197,7 @@ __all__ = [
     "ScenarioEnv",
     "ScenarioId",
     "ScenarioManifest",
+    "ScenarioNotFound",
     "ScenarioRef",
     "Scored",
     "SliSample",
@@ -213,6 +220,7 @@ __all__ = [
     "check_run_id",
     "check_scenario_id",
     "discover_scenarios",
+    "find_scenario",
     "load_manifest",
     "load_scenario",
     "load_scenario_env",

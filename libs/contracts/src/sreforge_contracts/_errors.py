@@ -7,7 +7,7 @@ import re
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-__all__ = ["ContractError"]
+__all__ = ["ContractError", "ScenarioNotFound"]
 
 # Our field names are snake_case (or UPPER_CASE env keys); CamelCase parts are model names.
 _MEMBER_LABEL = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)*")
@@ -82,3 +82,7 @@ def _describe(detail: ErrorDetails) -> str:
 def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+class ScenarioNotFound(ContractError):
+    """No scenario folder (or more than one) carries the id asked for under a use-cases root."""

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from sreforge_contracts._errors import ContractError
+from sreforge_contracts._errors import ContractError, ScenarioNotFound
 from sreforge_contracts._manifest import ScenarioManifest
 from sreforge_contracts._scenario_env import ScenarioEnv, load_scenario_env
 
-__all__ = ["Scenario", "discover_scenarios", "load_manifest", "load_scenario"]
+__all__ = ["Scenario", "discover_scenarios", "find_scenario", "load_manifest", "load_scenario"]
 
 MANIFEST = "scenario.toml"
 
@@ -114,3 +114,20 @@ def discover_scenarios(root: str | Path) -> list[Path]:
     a folder that lacks one instead of skipping it.
     """
     return sorted(p for p in Path(root).glob("*/scenarios/*") if p.is_dir())
+
+
+def find_scenario(root: str | Path, scenario_id: str) -> Scenario:
+    """Load the scenario whose folder is `<root>/<use-case>/scenarios/<scenario_id>/`.
+
+    `ScenarioNotFound` when no folder (or more than one) has that id; `ContractError`
+    naming the file and field when the folder's manifest or env file is invalid.
+    """
+    folders = [folder for folder in discover_scenarios(root) if folder.name == scenario_id]
+    if len(folders) != 1:
+        found = ", ".join(map(str, folders)) if folders else "none"
+        raise ScenarioNotFound(
+            f"scenario {scenario_id!r}: expected one folder under {root}/*/scenarios/, "
+            f"found {found}",
+            field="scenario",
+        )
+    return load_scenario(folders[0])

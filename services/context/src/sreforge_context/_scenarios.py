@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sreforge_contracts import ContractError, Scenario, discover_scenarios, load_scenario
+from sreforge_contracts import ContractError, Scenario
+from sreforge_contracts import find_scenario as _find
 
 from sreforge_context._errors import ScenarioNotFound
 
@@ -12,11 +13,8 @@ __all__ = ["find_scenario"]
 
 
 def find_scenario(root: Path, scenario_id: str) -> Scenario:
-    """Load the scenario whose folder is named `scenario_id` under `root/*/scenarios/`."""
-    for folder in discover_scenarios(root):
-        if folder.name == scenario_id:
-            try:
-                return load_scenario(folder)
-            except ContractError as error:
-                raise ScenarioNotFound(f"scenario {scenario_id}: {error}") from error
-    raise ScenarioNotFound(f"scenario {scenario_id!r} has no folder under {root}/*/scenarios/")
+    """The run's scenario; `ScenarioNotFound` (this service's error) when absent or invalid."""
+    try:
+        return _find(root, scenario_id)
+    except ContractError as error:
+        raise ScenarioNotFound(str(error)) from error

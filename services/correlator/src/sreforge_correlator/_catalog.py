@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sreforge_contracts import ContractError, ScenarioManifest, discover_scenarios, load_scenario
+from sreforge_contracts import ContractError, ScenarioManifest, ScenarioNotFound, find_scenario
 
 from sreforge_correlator._errors import StartRejected
 
@@ -23,16 +23,11 @@ class ScenarioCatalog:
 
     def manifest(self, scenario_id: str) -> ScenarioManifest:
         """The manifest of `scenario_id`; `StartRejected` when it is absent or invalid."""
-        folder = self._folder(scenario_id)
-        if folder is None:
-            raise StartRejected(f"scenario: no scenario {scenario_id!r} under {self.root}")
         try:
-            return load_scenario(folder).manifest
+            return find_scenario(self.root, scenario_id).manifest
+        except ScenarioNotFound:
+            raise StartRejected(
+                f"scenario: no scenario {scenario_id!r} under {self.root}"
+            ) from None
         except ContractError as error:
             raise StartRejected(f"scenario: {scenario_id!r} is not runnable: {error}") from None
-
-    def _folder(self, scenario_id: str) -> Path | None:
-        for folder in discover_scenarios(self.root):
-            if folder.name == scenario_id and (folder / "scenario.toml").is_file():
-                return folder
-        return None

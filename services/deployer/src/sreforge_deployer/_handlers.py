@@ -13,11 +13,13 @@ from typing import Literal
 from sreforge_contracts import (
     CiResult,
     CleanedUp,
+    ContractError,
     Deployed,
     FaultArmed,
     RunFailed,
     RunWorkspace,
     StackReady,
+    find_scenario,
 )
 
 from sreforge_deployer._ci import CiRun
@@ -69,10 +71,10 @@ class ArmFacts:
 
 def find_scenario_dir(use_cases: Path, scenario_id: str) -> Path:
     """`<use_cases>/<use-case>/scenarios/<scenario_id>/`; `StackSpecError` when absent."""
-    found = sorted(use_cases.glob(f"*/scenarios/{scenario_id}/scenario.toml"))
-    if not found:
-        raise StackSpecError(f"scenario {scenario_id!r} not found under {use_cases}")
-    return found[0].parent
+    try:
+        return find_scenario(use_cases, scenario_id).path
+    except ContractError as error:
+        raise StackSpecError(str(error)) from error
 
 
 def stack_ready(run_id: str, facts: StackFacts) -> StackReady:

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sreforge_contracts import (
+    ContractError,
     RunFailed,
     ScenarioManifest,
     Scored,
     TriggerSignal,
-    load_scenario,
+    find_scenario,
 )
 
 from sreforge_oracle._errors import OracleError
@@ -50,14 +51,10 @@ class PrometheusTiming:
 
 def find_manifest(use_cases_dir: Path, scenario_id: str) -> ScenarioManifest:
     """The manifest of `scenario_id` under `<use_cases_dir>/*/scenarios/`."""
-    folders = sorted(use_cases_dir.glob(f"*/scenarios/{scenario_id}"))
-    if len(folders) != 1:
-        found = "none" if not folders else ", ".join(map(str, folders))
-        raise OracleError(
-            f"scenario {scenario_id!r}: expected one folder under {use_cases_dir}/*/scenarios/, "
-            f"found {found}"
-        )
-    return load_scenario(folders[0]).manifest
+    try:
+        return find_scenario(use_cases_dir, scenario_id).manifest
+    except ContractError as error:
+        raise OracleError(str(error)) from error
 
 
 def grading_config(

@@ -32,8 +32,7 @@ from sreforge_contracts import (
     Scenario,
     Submission,
     Submitted,
-    discover_scenarios,
-    load_scenario,
+    find_scenario,
     parse_event,
 )
 
@@ -250,13 +249,10 @@ def _budgets(
 
 
 def _find_scenario(root: Path, scenario_id: str) -> Scenario | None:
-    for folder in discover_scenarios(root):
-        if folder.name == scenario_id:
-            try:
-                return load_scenario(folder)
-            except ContractError:
-                return None
-    return None
+    try:
+        return find_scenario(root, scenario_id)
+    except ContractError:
+        return None
 
 
 def _failed(run_id: str, reason: str, verdict: Literal["aborted", "error"] = "error") -> RunFailed:

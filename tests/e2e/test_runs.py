@@ -1,8 +1,9 @@
 """End to end: `sreforge run` over the embedded engine, one real stack per run.
 
 Each run is the real CLI in a subprocess with its own engine home, record dir and
-stacks root (its own nats-server, trigger, Prometheus, Alertmanager, app and git).
-The four runs are started up front and run `SREFORGE_E2E_PARALLEL` at a time
+stacks root (its own nats-server, trigger, Prometheus, Alertmanager, app and git);
+a run that needs a doctored scenario gets its own copy of `use-cases/`. The
+selected runs are started up front and run `SREFORGE_E2E_PARALLEL` at a time
 (default 2: the machine has 2 cores); each test waits for its own run and checks
 its verdict, its one schema-valid record and that nothing of it remains.
 """
@@ -19,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,19 +38,53 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCENARIO = "latency-cache-stampede"
 TIME_SCALE = "0.1"
 RUN_LIMIT_S = 280.0
-# Longest first, so the pool's slots finish close together.
-AGENTS = {
-    "negative": "scripted:longer-ttl",
-    "reference": "reference",
-    "breaks-tests": "scripted:break-tests",
-    "noop": "noop",
+SCENARIO_PARTS = ("*", "scenarios", SCENARIO)
+
+
+def _harmless_change(cases: Path) -> None:
+    """The scenario's recent deploy becomes a docs-only commit: the alert never fires."""
+    (inject,) = cases.glob("/".join((*SCENARIO_PARTS, "inject")))
+    for patch in inject.glob("*.patch"):
+        patch.unlink()
+    shutil.copyfile(FIXTURES / "harmless-change.patch", inject / "01-docs.patch")
+
+
+def _without_page(cases: Path) -> None:
+    """The scenario loses its `trigger.md`: the context stage cannot brief the run."""
+    (page,) = cases.glob("/".join((*SCENARIO_PARTS, "trigger.md")))
+    page.unlink()
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What one run is given: its agent and, optionally, how its scenario is doctored."""
+
+    agent: str
+    doctor: Callable[[Path], None] | None = None
+
+
+# Longest first (measured walls in seconds, 2 at a time on 2 cores), so the pool's
+# slots finish close together: 160-190 s for all seven.
+RUNS = {
+    "reference": RunSpec("reference"),  # ~90
+    "negative": RunSpec("scripted:longer-ttl"),  # ~60
+    "silent": RunSpec("noop", _harmless_change),  # ~50: stack, arm, 24 s confirm-fire
+    "breaks-tests": RunSpec("scripted:break-tests"),  # ~45
+    "no-page": RunSpec("noop", _without_page),  # ~35
+    "noop": RunSpec("noop"),  # ~35
+    "kills-load": RunSpec("scripted:kill-load"),  # ~33
 }
+AGENTS = sorted({spec.agent for spec in RUNS.values()})
 TEST_RUNS = {
     "test_reference_fix_passes": "reference",
     "test_negative_fixture_fails": "negative",
     "test_submission_breaking_the_tests_is_rejected": "breaks-tests",
     "test_noop_agent_fails": "noop",
+    "test_agent_killing_the_load_does_not_pass": "kills-load",
+    "test_alert_that_never_fires_aborts": "silent",
+    "test_stage_that_cannot_work_ends_in_error": "no-page",
 }
+CASES_NOISE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".ruff_cache", "*.db")
 GRADED_TIMINGS = ("stack", "arm", "trigger", "context", "run", "ci", "redeploy", "verify")
 
 
@@ -60,6 +95,7 @@ class Run:
     name: str
     agent: str
     root: Path
+    cases: Path | None = None
     started: float = 0.0
     wall_s: float | None = None
     exit_code: int | None = None
@@ -91,10 +127,12 @@ class Run:
             SREFORGE_RECORDER_RUNS_DIR=str(self.records_dir),
             SREFORGE_RECORDER_BANK="false",
             SREFORGE_DEPLOYER_RUNS_ROOT=str(self.stacks_dir),
-            SREFORGE_CORRELATOR_AGENTS=",".join(AGENTS.values()),
+            SREFORGE_CORRELATOR_AGENTS=",".join(AGENTS),
             SREFORGE_RUNNER_SCRIPTS_DIR=str(FIXTURES),
             SREFORGE_LOG_FORMAT="json",
         )
+        if self.cases is not None:  # every service and the CLI read this one
+            env["SREFORGE_USE_CASES"] = str(self.cases)
         return env
 
     def execute(self) -> None:
@@ -127,10 +165,10 @@ class RunPool:
 
     def __init__(self, base: Path, parallel: int, wanted: set[str]) -> None:
         self.runs = {
-            name: Run(name, agent, base / name) for name, agent in AGENTS.items() if name in wanted
+            name: _prepared(name, spec, base / name)
+            for name, spec in RUNS.items()
+            if name in wanted
         }
-        for run in self.runs.values():
-            run.root.mkdir()
         self._slots = threading.Semaphore(parallel)
         self._threads = [
             threading.Thread(target=self._serve, args=(run,), daemon=True)
@@ -162,6 +200,17 @@ class RunPool:
             thread.join(timeout=30)
 
 
+def _prepared(name: str, spec: RunSpec, root: Path) -> Run:
+    """The run's folder, with its own doctored copy of `use-cases/` when it needs one."""
+    root.mkdir()
+    if spec.doctor is None:
+        return Run(name, spec.agent, root)
+    cases = root / "cases"
+    shutil.copytree(REPO / "use-cases", cases, ignore=CASES_NOISE)
+    spec.doctor(cases)
+    return Run(name, spec.agent, root, cases)
+
+
 def _kill_session(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -182,8 +231,10 @@ def pool(request: pytest.FixtureRequest) -> Iterator[RunPool]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def finished(pool: RunPool, name: str) -> tuple[Run, dict[str, Any], dict[str, Any]]:
-    """The run, its `--json` outcome and its one validated record."""
+def finished(
+    pool: RunPool, name: str, *, graded: bool = True
+) -> tuple[Run, dict[str, Any], dict[str, Any]]:
+    """The run, its `--json` outcome and its one validated record (with signals if graded)."""
     run = pool.result(name)
     print(f"\n{name}: wall {run.wall_s:.1f} s, exit {run.exit_code}")
     print("\n".join(line for line in run.progress.splitlines() if not line.startswith("{")))
@@ -198,14 +249,21 @@ def finished(pool: RunPool, name: str) -> tuple[Run, dict[str, Any], dict[str, A
         print(f"  {found['id']:<16} {found['satisfied']!s:<5} {found['detail']}")
     jsonschema.validate(record, json.loads(SCHEMA.read_text()))
     assert record["run_id"] == outcome["run_id"]
-    assert record["score"]["signals"], f"{name}: no signals: {outcome}\n{run.progress}"
-    assert isinstance(record["sli_series"], list)
-    assert_nothing_left(run, records[0].parent)
+    assert record["verdict"] == outcome["verdict"], f"{name}: record and CLI disagree"
+    if graded:
+        assert record["score"]["signals"], f"{name}: no signals: {outcome}\n{run.progress}"
+        assert isinstance(record["sli_series"], list)
+    live = {r.pid for r in pool.runs.values() if r is not run and r.pid and not r.done.is_set()}
+    assert_nothing_left(run, records[0].parent, live)
     return run, outcome, record
 
 
-def assert_nothing_left(run: Run, record_dir: Path) -> None:
-    """No process of the run, no listener on a port its stack used, no stack run dir."""
+def assert_nothing_left(run: Run, record_dir: Path, live_runs: set[int]) -> None:
+    """No process of the run, no listener on a port its stack used, no stack run dir.
+
+    A run still going (`live_runs`: their CLI pids) may have leased a port this run
+    released: its listeners are its own, not this run's leftovers.
+    """
     ports = _stack_ports(record_dir / "events.jsonl")
     assert ports, f"{run.name}: no StackReady endpoints in the event log"
     left_dirs = list(run.stacks_dir.iterdir()) if run.stacks_dir.exists() else []
@@ -213,7 +271,7 @@ def assert_nothing_left(run: Run, record_dir: Path) -> None:
     listening = {
         conn.laddr.port
         for conn in psutil.net_connections("tcp")
-        if conn.status == psutil.CONN_LISTEN and conn.laddr
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and not _started_by(conn.pid, live_runs)
     }
     assert not (ports & listening), f"{run.name}: ports still listening: {ports & listening}"
     survivors = [p for p in psutil.process_iter(["pid", "cmdline"]) if _belongs(p, run)]
@@ -228,11 +286,25 @@ def _stack_ports(events: Path) -> set[int]:
     return set()
 
 
+def _started_by(pid: int | None, runs: set[int]) -> bool:
+    """Whether `pid` descends from (or shares a session with) one of the `runs`' CLIs."""
+    if pid is None:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        lineage = {pid, *(parent.pid for parent in proc.parents()), os.getsid(pid)}
+    except (ProcessLookupError, psutil.Error):
+        return False
+    return bool(lineage & runs)
+
+
 def _belongs(proc: psutil.Process, run: Run) -> bool:
     try:
         if run.pid is not None and os.getsid(proc.pid) == run.pid:
             return True
-        return str(run.root) in " ".join(proc.info["cmdline"] or ())
+        if str(run.root) in " ".join(proc.info["cmdline"] or ()):
+            return True
+        return Path(proc.cwd()).is_relative_to(run.root)  # e.g. the app in the workspace
     except (ProcessLookupError, psutil.Error):
         return False
 
@@ -292,3 +364,46 @@ def test_noop_agent_fails(pool: RunPool) -> None:
     phases = ("stack", "arm", "trigger", "context", "run")
     missing = [t for t in phases if not record["timings"].get(t)]
     assert not missing, f"phase timings missing: {missing}: {record['timings']}"
+
+
+@pytest.mark.timeout(300)
+def test_agent_killing_the_load_does_not_pass(pool: RunPool) -> None:
+    """An agent that kills the load generator, then ships the real fix, does not pass."""
+    run, outcome, record = finished(pool, "kills-load", graded=False)
+    assert outcome["verdict"] == "failed", f"{outcome}\n{run.progress}"
+    assert run.exit_code == 1
+    assert record["ci"] is not None, "the fix went through CI"
+    assert record["ci"]["green"], "the fix itself is fine"
+    assert record["trajectory"]["submitted"], "the agent got as far as submitting"
+    why = [s["detail"] for s in record["score"]["signals"] if not s["satisfied"]]
+    why += [str(record["deploy"]), str(record["abort_reason"])]
+    assert any("load" in text for text in why), f"nothing names the load: {why}"
+
+
+@pytest.mark.timeout(300)
+def test_alert_that_never_fires_aborts(pool: RunPool) -> None:
+    """A harmless recent deploy never pages: confirm-fire gives up and the run is aborted."""
+    run, outcome, record = finished(pool, "silent", graded=False)
+    assert outcome["verdict"] == "aborted", f"{outcome}\n{run.progress}"
+    assert run.exit_code == 3
+    reason = record["abort_reason"] or ""
+    assert reason.startswith("confirm-fire: "), reason
+    assert "BookshelfApiLatencyP99High" in reason, reason
+    assert "did not fire" in reason, reason
+    assert record["trigger"] is None, "nothing fired"
+    assert record["ci"] is None
+    assert record["deploy"] is None
+
+
+@pytest.mark.timeout(300)
+def test_stage_that_cannot_work_ends_in_error(pool: RunPool) -> None:
+    """A scenario without its page: the context stage fails the paged run with `error`."""
+    run, outcome, record = finished(pool, "no-page", graded=False)
+    assert outcome["verdict"] == "error", f"{outcome}\n{run.progress}"
+    assert run.exit_code == 4
+    reason = record["abort_reason"] or ""
+    assert reason.startswith("context: "), reason
+    assert "trigger.md" in reason, reason
+    assert record["trigger"] is not None, "the alert did fire before the stage failed"
+    assert record["ci"] is None
+    assert record["deploy"] is None

@@ -281,7 +281,7 @@ class Deployer:
         try:
             await asyncio.to_thread(stack.redeploy, service)
         except LoadControlError as error:
-            why = f"readiness gate: the load could not resume on the new build: {error}"
+            why = f"readiness gate: the load generator did not obey (drain, warm, resume): {error}"
             return deploy_failed(run_id, service, time.monotonic() - started, "failed", why)
         except Exception as error:
             why = f"redeploy of {service!r} failed: {error}"

@@ -111,3 +111,61 @@ async def test_malformed_run_start_is_rejected_and_the_engine_keeps_serving(
     await _core_publish(url, "sreforge.run.start", json.dumps(good).encode())
     requested = json.loads(_tail_until(env, '"RunRequested"')[-1])
     assert requested["event"]["agent"] == "noop"
+
+
+_WIRED = (
+    "SREFORGE_TRIGGER_PORT",
+    "SREFORGE_TRIGGER_TOKEN",
+    "SREFORGE_TRIGGER_TOKEN_FILE",
+    "SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE",
+    "SREFORGE_DEPLOYER_ALERT_TOKEN_FILE",
+)
+
+
+def _unset_wiring(monkeypatch: pytest.MonkeyPatch) -> None:
+    # setenv first so monkeypatch records the original state and undoes what wiring sets.
+    for name in _WIRED:
+        monkeypatch.setenv(name, "unset")
+        monkeypatch.delenv(name)
+
+
+@pytest.mark.parametrize("separate", [False, True])
+def test_wiring_points_the_deployer_at_the_trigger(
+    separate: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stacks' Alertmanagers page the port the trigger listens on, with its token file.
+
+    In one process any free port works; separate `serve` processes cannot agree on a
+    random one, so they meet on the trigger's fixed default.
+    """
+    from sreforge_trigger import TriggerSettings
+
+    from sreforge._engine import wire_defaults
+    from sreforge._settings import EngineSettings
+
+    _unset_wiring(monkeypatch)
+    wire_defaults(EngineSettings(home=tmp_path), separate_processes=separate)
+    port = TriggerSettings().port
+    assert os.environ["SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE"] == (
+        f"http://127.0.0.1:{port}/v1/alertmanager"
+    )
+    if separate:
+        assert port == TriggerSettings.model_fields["port"].default
+    token_file = str(tmp_path / "trigger.token")
+    assert os.environ["SREFORGE_TRIGGER_TOKEN_FILE"] == token_file
+    assert os.environ["SREFORGE_DEPLOYER_ALERT_TOKEN_FILE"] == token_file
+
+
+def test_explicit_settings_win_over_the_wiring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator's own port and webhook base are never overwritten."""
+    from sreforge._engine import wire_defaults
+    from sreforge._settings import EngineSettings
+
+    _unset_wiring(monkeypatch)
+    monkeypatch.setenv("SREFORGE_TRIGGER_PORT", "12345")
+    monkeypatch.setenv("SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE", "http://127.0.0.1:1/x")
+    wire_defaults(EngineSettings(home=tmp_path))
+    assert os.environ["SREFORGE_TRIGGER_PORT"] == "12345"
+    assert os.environ["SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE"] == "http://127.0.0.1:1/x"

@@ -44,26 +44,33 @@ def load_services(names: Sequence[str]) -> list[Service]:
 
 
 def run_engine(names: Sequence[str], *, embedded: bool = True) -> int:
-    """Run the named services until SIGINT/SIGTERM; 0 on a clean stop."""
+    """Run the named services until SIGINT/SIGTERM: 0 on a clean stop, 1 if a service died.
+
+    `embedded=False` is `sreforge serve`: one service of several separate processes.
+    """
     settings = EngineSettings()
     configure_logging(settings.log_format, settings.log_level)
-    wire_defaults(settings)
-    asyncio.run(_serve_until_signalled(settings, load_services(names), embedded=embedded))
-    return 0
+    wire_defaults(settings, separate_processes=not embedded)
+    services = load_services(names)
+    crashed = asyncio.run(_serve_until_signalled(settings, services, embedded=embedded))
+    return 1 if crashed else 0
 
 
-def wire_defaults(settings: EngineSettings) -> None:
+def wire_defaults(settings: EngineSettings, *, separate_processes: bool = False) -> None:
     """Point the services at each other where the operator configured nothing.
 
     The trigger and the stacks' Alertmanagers share one bearer-token file under the
-    engine's home, and the deployer learns where the trigger listens. Explicit
-    `SREFORGE_*` settings always win.
+    engine's home, and the deployer learns where the trigger listens: a free port when
+    every service shares this process, the trigger's fixed default port when they run as
+    separate processes (which cannot agree on a random one). Explicit `SREFORGE_*`
+    settings always win.
     """
     token_file = str(settings.home / "trigger.token")
     if "SREFORGE_TRIGGER_TOKEN" not in os.environ:
         os.environ.setdefault("SREFORGE_TRIGGER_TOKEN_FILE", token_file)
-    os.environ.setdefault("SREFORGE_TRIGGER_PORT", str(_free_port()))
-    port = os.environ["SREFORGE_TRIGGER_PORT"]
+    if not separate_processes:
+        os.environ.setdefault("SREFORGE_TRIGGER_PORT", str(_free_port()))
+    port = os.environ.get("SREFORGE_TRIGGER_PORT", str(_default_trigger_port()))
     os.environ.setdefault(
         "SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE", f"http://127.0.0.1:{port}/v1/alertmanager"
     )
@@ -71,6 +78,13 @@ def wire_defaults(settings: EngineSettings) -> None:
         "SREFORGE_DEPLOYER_ALERT_TOKEN_FILE",
         os.environ.get("SREFORGE_TRIGGER_TOKEN_FILE", token_file),
     )
+
+
+def _default_trigger_port() -> int:
+    from sreforge_trigger import TriggerSettings
+
+    port: int = TriggerSettings.model_fields["port"].default
+    return port
 
 
 def _free_port() -> int:
@@ -152,7 +166,8 @@ async def running_engine(
 
 async def _serve_until_signalled(
     settings: EngineSettings, services: list[Service], *, embedded: bool
-) -> None:
+) -> bool:
+    """Serve until signalled; True when a service died on its own and ended the engine."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -162,12 +177,14 @@ async def _serve_until_signalled(
     ) as engine:
         log.info("engine.ready", services=[service.name for service in services])
         stopped = asyncio.create_task(stop.wait())
-        while not stop.is_set():
+        crash = None
+        while not stop.is_set() and crash is None:
             await asyncio.wait([stopped], timeout=1.0)
             if crash := engine.crashed():
                 log.error("engine.service_crashed", reason=crash)
-                break
+        stopped.cancel()
         log.info("engine.stopping")
+    return crash is not None
 
 
 async def _tail(settings: EngineSettings, subject: str, *, as_json: bool, only_new: bool) -> None:

@@ -128,12 +128,7 @@ class CliAgentRein:
         started = time.monotonic()
         outcome = await sandbox.run(self._argv, budgets, extra_env=self._env)
         self._exit_code = outcome.exit_code
-        return Dispatch(
-            stop_reason=f"timeout:{outcome.timeout}" if outcome.timeout else "exited",
-            duration_ms=(time.monotonic() - started) * 1000,
-            exit_code=outcome.exit_code,
-            timeout=outcome.timeout,
-        )
+        return Dispatch.of(outcome, started)
 
     async def end_session(self, sandbox: HostSandbox) -> None:
         """Exit-is-submit presets get their sentinel; logs are scrubbed; the transcript

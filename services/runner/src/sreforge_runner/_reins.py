@@ -23,7 +23,7 @@ from typing import Protocol
 from sreforge_contracts import Scenario, TimeoutKind
 
 from sreforge_runner._errors import ProfileError
-from sreforge_runner._process import Budgets
+from sreforge_runner._process import Budgets, ProcessOutcome
 from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._settings import RunnerSettings
 
@@ -50,6 +50,16 @@ class Dispatch:
     duration_ms: float
     exit_code: int | None = None
     timeout: TimeoutKind | None = None
+
+    @classmethod
+    def of(cls, outcome: ProcessOutcome, started: float) -> Dispatch:
+        """The dispatch of an agent process that ran from `started` (monotonic) to `outcome`."""
+        return cls(
+            stop_reason=f"timeout:{outcome.timeout}" if outcome.timeout else "exited",
+            duration_ms=(time.monotonic() - started) * 1000,
+            exit_code=outcome.exit_code,
+            timeout=outcome.timeout,
+        )
 
 
 class Rein(Protocol):
@@ -108,12 +118,7 @@ class CommandRein:
         """Run the command to its end or the total budget (a harness script may be quiet)."""
         started = time.monotonic()
         outcome = await sandbox.run(self.argv, Budgets(total_s=budgets.total_s))
-        return Dispatch(
-            stop_reason=f"timeout:{outcome.timeout}" if outcome.timeout else "exited",
-            duration_ms=(time.monotonic() - started) * 1000,
-            exit_code=outcome.exit_code,
-            timeout=outcome.timeout,
-        )
+        return Dispatch.of(outcome, started)
 
     async def end_session(self, sandbox: HostSandbox) -> None:
         """The process group is already gone when dispatch returns."""

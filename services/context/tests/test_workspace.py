@@ -93,10 +93,10 @@ def test_an_annotated_tag_message_is_caught(
 def test_the_submit_sentinel_dir_is_not_scanned(
     git_repo: GitRepo, clean_files: dict[str, str]
 ) -> None:
-    """`.sreforge/` is the runner's own (written after the check); it is not a leak."""
+    """`.oncall/` is the runner's own (written after the check); it is not a leak."""
     repo = git_repo(clean_files)
-    (repo / ".sreforge").mkdir()
-    (repo / ".sreforge" / "submitted").write_text("{}")
+    (repo / ".oncall").mkdir()
+    (repo / ".oncall" / "submitted").write_text("{}")
     assert _where(repo) == []
 
 

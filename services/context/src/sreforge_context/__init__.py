@@ -19,11 +19,10 @@ from sreforge_context._leak import HARNESS_WORDS, Leak, Surface, Tells, describe
 from sreforge_context._page import agent_services, build_contract, render_page
 from sreforge_context._scenarios import find_scenario
 from sreforge_context._settings import ContextSettings
-from sreforge_context._workspace import SENTINEL_DIR, workspace_surfaces
+from sreforge_context._workspace import workspace_surfaces
 
 __all__ = [
     "HARNESS_WORDS",
-    "SENTINEL_DIR",
     "SERVICE",
     "BriefHandler",
     "ContextError",

@@ -9,15 +9,15 @@ and the runner's own sentinel directory are left out.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
+
+from sreforge_contracts import SUBMISSION_DIR
+from sreforge_git import GitError, git
 
 from sreforge_context._errors import WorkspaceUnreadable
 from sreforge_context._leak import Surface
 
-__all__ = ["SENTINEL_DIR", "workspace_surfaces"]
-
-SENTINEL_DIR = ".sreforge"
+__all__ = ["workspace_surfaces"]
 """The runner's submit sentinel directory; created after the check, never committed."""
 
 _MAX_FILE_BYTES = 2_000_000
@@ -48,7 +48,7 @@ def _tree_files(root: Path) -> list[str]:
     for folder, dirs, names in os.walk(root):
         here = Path(folder)
         if here == root:
-            dirs[:] = [d for d in dirs if d not in (".git", SENTINEL_DIR)]
+            dirs[:] = [d for d in dirs if d not in (".git", SUBMISSION_DIR)]
         dirs.sort()
         found += [(here / name).relative_to(root).as_posix() for name in sorted(names)]
     return found
@@ -87,20 +87,7 @@ def _history_surfaces(root: Path) -> list[Surface]:
 
 
 def _git(root: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", GIT_PAGER="cat")
     try:
-        done = subprocess.run(
-            ["git", "-c", "core.quotepath=off", *args],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            check=False,
-            timeout=_GIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise WorkspaceUnreadable(f"git {args[0]} in {root} failed: {error}") from error
-    if done.returncode != 0:
-        stderr = done.stderr.decode(errors="replace").strip()
-        raise WorkspaceUnreadable(f"git {args[0]} in {root} failed: {stderr}")
-    return done.stdout.decode(errors="replace")
+        return git(root, *args, config={"core.quotepath": "off"}, timeout_s=_GIT_TIMEOUT_S)
+    except GitError as error:
+        raise WorkspaceUnreadable(str(error)) from error

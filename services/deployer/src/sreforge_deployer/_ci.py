@@ -17,16 +17,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sreforge_contracts import SUBMISSION_DIR
+from sreforge_git import GitError, GitResult, run_git
+
 from sreforge_deployer._errors import WorkspaceError
 from sreforge_deployer._history import Author
-from sreforge_deployer._workspace import Workspace, git_env, identity_env
+from sreforge_deployer._workspace import NO_REFLOG, Workspace, identity_env
 
 __all__ = ["MERGE_AUTHOR", "MERGE_MESSAGE", "CiCheckout", "CiRun", "merge_and_checkout"]
 
 MERGE_AUTHOR = Author("Merge Queue", "merge-queue@localhost")
 MERGE_MESSAGE = "Merge change into main"
 # Never left behind in the agent's view of the repo (the runner's sentinel lives there).
-_KEEP_ON_CLEAN = ".sreforge"
+_KEEP_ON_CLEAN = SUBMISSION_DIR
 _TEST_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
 
@@ -98,7 +101,7 @@ class CiCheckout:
             return f"the submitted diff does not apply to {self.base_commit[:12]}:\n{result.stderr}"
         return None
 
-    def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def _git(self, *args: str) -> GitResult:
         return _git_run(self.path, list(args))
 
 
@@ -107,7 +110,7 @@ def merge_and_checkout(checkout: CiCheckout, tree: str) -> str:
 
     The commit's parent is main as the agent left it, so its own commits stay in the
     history; the tree is the one CI tested. Untracked files are removed (the runner's
-    `.sreforge/` excepted). Returns the merged commit id.
+    `.oncall/` excepted). Returns the merged commit id.
     """
     workspace = Workspace(checkout.workspace)
     parent = _main_head(workspace) or checkout.base_commit
@@ -163,22 +166,14 @@ def _run_tests(cwd: Path, python: str, timeout_s: float) -> tuple[int | None, st
     return tests.returncode, output
 
 
-def _git_run(
-    cwd: Path, args: list[str], extra: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-c", "core.logAllRefUpdates=false", *args],
-        cwd=cwd,
-        env={**git_env(), **(extra or {})},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def _git_run(cwd: Path, args: list[str], extra: dict[str, str] | None = None) -> GitResult:
+    try:
+        return run_git(cwd, *args, env=extra, config=NO_REFLOG)
+    except GitError as error:
+        raise WorkspaceError(f"CI: {error}") from error
 
 
-def _checked(
-    result: subprocess.CompletedProcess[str], what: str
-) -> subprocess.CompletedProcess[str]:
+def _checked(result: GitResult, what: str) -> GitResult:
     if result.returncode != 0:
         raise WorkspaceError(f"CI: {what} failed (exit {result.returncode}):\n{result.stderr}")
     return result

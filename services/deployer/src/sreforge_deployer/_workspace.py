@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import fnmatch
-import os
 import shutil
-import subprocess
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from sreforge_git import GitError, git
+
 from sreforge_deployer._errors import WorkspaceError
 from sreforge_deployer._history import DEFAULT_HISTORY, SETUP_BAKED_TAIL, Author, HistoryCommit
 
-__all__ = ["Workspace", "git_env", "identity_env", "source_files"]
+__all__ = ["NO_REFLOG", "Workspace", "identity_env", "source_files"]
+
+NO_REFLOG = {"core.logAllRefUpdates": "false"}
+"""`git -c` settings for every command on a run repo: no reflog is kept."""
 
 _IGNORED_PARTS = {
     "__pycache__",
@@ -76,20 +79,10 @@ class Workspace:
 
     def git(self, *args: str, env: dict[str, str] | None = None) -> str:
         """Run git in the workspace; raise `WorkspaceError` with its output on failure."""
-        result = subprocess.run(
-            ["git", "-c", "core.logAllRefUpdates=false", *args],
-            cwd=self.path,
-            env={**git_env(), **(env or {})},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise WorkspaceError(
-                f"git {' '.join(args)} failed in {self.path} (exit {result.returncode}):\n"
-                f"{result.stdout}{result.stderr}"
-            )
-        return result.stdout.strip()
+        try:
+            return git(self.path, *args, env=env, config=NO_REFLOG).strip()
+        except GitError as error:
+            raise WorkspaceError(str(error)) from error
 
     def head(self) -> str:
         """The current commit id."""
@@ -182,12 +175,6 @@ def identity_env(author: Author, date: str) -> dict[str, str]:
         "GIT_COMMITTER_EMAIL": author.email,
         "GIT_COMMITTER_DATE": date,
     }
-
-
-def git_env() -> dict[str, str]:
-    # Neither the operator's global config nor their identity may leak into the repo.
-    keep = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return {**keep, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
 
 def _midpoint(earlier: str, later: str) -> str:

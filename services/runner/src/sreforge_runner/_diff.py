@@ -1,17 +1,17 @@
 """The submission's diff: the whole working tree against the base commit.
 
 Committed, staged, unstaged and new untracked files all count (what the agent
-leaves in the workspace is what ships); `.sreforge/` never does. The tree is
+leaves in the workspace is what ships); `.oncall/` never does. The tree is
 staged into a throwaway index (`GIT_INDEX_FILE`), so the agent's own index and
 history are untouched.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import tempfile
 from pathlib import Path
+
+from sreforge_git import GitError, git
 
 from sreforge_runner._errors import DiffError
 from sreforge_runner._submit import SENTINEL_DIR
@@ -20,7 +20,7 @@ __all__ = ["head_commit", "workspace_diff"]
 
 _GIT_TIMEOUT_S = 120.0
 # The agent controls the repo's config; none of it may run code on the runner's side.
-_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=off")
+_SAFE = {"core.fsmonitor": "false", "core.hooksPath": "/dev/null", "core.quotepath": "off"}
 
 
 def head_commit(workspace: Path) -> str:
@@ -29,7 +29,7 @@ def head_commit(workspace: Path) -> str:
 
 
 def workspace_diff(workspace: Path, base: str) -> str:
-    """`git diff --binary <base> <tree of the working tree>`, `.sreforge/` excluded."""
+    """`git diff --binary <base> <tree of the working tree>`, `.oncall/` excluded."""
     with tempfile.TemporaryDirectory(prefix="diff-index-") as scratch:
         index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
         _git(workspace, "read-tree", "HEAD", env=index)
@@ -60,20 +60,7 @@ def workspace_diff(workspace: Path, base: str) -> str:
 
 
 def _git(workspace: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    clean.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", **(env or {}))
     try:
-        done = subprocess.run(
-            ["git", *_SAFE, *args],
-            cwd=workspace,
-            env=clean,
-            capture_output=True,
-            check=False,
-            timeout=_GIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise DiffError(f"git {args[0]} in {workspace} failed: {error}") from error
-    if done.returncode != 0:
-        stderr = done.stderr.decode(errors="replace").strip()
-        raise DiffError(f"git {args[0]} in {workspace} failed: {stderr}")
-    return done.stdout.decode(errors="replace")
+        return git(workspace, *args, env=env, config=_SAFE, timeout_s=_GIT_TIMEOUT_S)
+    except GitError as error:
+        raise DiffError(str(error)) from error

@@ -70,6 +70,21 @@ def test_seed_manifest_loads_with_every_section(scenario_dir: Path) -> None:
         ('difficulty = "easy"', 'difficulty = "trivial"', "difficulty: Input should be"),
         ("pass_threshold   = 0.85", "pass_threshold   = 1.5", "verify.pass_threshold:"),
         ("pass_threshold   = 0.85", 'pass_threshold   = "high"', "verify.pass_threshold:"),
+        (
+            "load_active_during_scoring = true",
+            "load_active_during_scoring = true\nservice_min_ok_ratio = 0",
+            "verify.service_min_ok_ratio:",
+        ),
+        (
+            "load_active_during_scoring = true",
+            "load_active_during_scoring = true\nservice_min_ok_ratio = 1.5",
+            "verify.service_min_ok_ratio:",
+        ),
+        (
+            "load_active_during_scoring = true",
+            "load_active_during_scoring = true\nservice_ok_ratio = 0.9",
+            "verify.service_ok_ratio: unknown field",
+        ),
         ("continuous = true", "continuous = true\nsurprise = 1", "inject.surprise: unknown field"),
         ('profile    = "incident"', 'profile    = "drill"', "profile: Input should be"),
         ("[expected]", "[expectations]", "expectations: unknown field"),
@@ -91,6 +106,17 @@ def test_bad_manifests_name_file_and_field(
     text = str(caught.value)
     assert text.startswith(f"{scenario_dir / 'scenario.toml'}: ")
     assert message in text
+
+
+def test_service_gate_is_optional_and_read_when_declared(scenario_dir: Path) -> None:
+    """Without `service_min_ok_ratio` no service gate is declared; with it, the share is read."""
+    assert load_scenario(scenario_dir).manifest.verify.service_min_ok_ratio is None
+    _rewrite(
+        scenario_dir,
+        "load_active_during_scoring = true",
+        "load_active_during_scoring = true\nservice_min_ok_ratio = 0.95",
+    )
+    assert load_scenario(scenario_dir).manifest.verify.service_min_ok_ratio == 0.95
 
 
 def test_manifest_id_must_equal_the_folder_name(scenario_dir: Path) -> None:

@@ -45,6 +45,7 @@ def test_grading_config_scales_the_manifest_and_derives_cadence(use_cases: UseCa
     assert config.scope == frozenset({"api"})
     assert config.pass_threshold == 0.85
     assert config.weights["alert_cleared"] == 0.35
+    assert config.service_min_ok_ratio is None  # undeclared: no service_held gate
 
 
 def test_probe_interval_is_never_coarser_than_the_eval_interval(use_cases: UseCases) -> None:

@@ -66,12 +66,18 @@ class InjectSpec(Contract):
 
 
 class VerifySpec(Contract):
-    """`[verify]` and `[verify.weights]`: the oracle, its signals, weights and threshold."""
+    """`[verify]` and `[verify.weights]`: the oracle, its signals, weights and threshold.
+
+    `service_min_ok_ratio` declares the `service_held` gate: while graded, at least
+    this share of the load generator's checked answers must be complete (its
+    profile's check, e.g. every search hit enriched). Unset: the run is not gated on it.
+    """
 
     oracle: str = "mitigation"
     qualification_mode: str = "score-headroom"
     pass_threshold: float = Field(gt=0, le=1)
     load_active_during_scoring: bool = True
+    service_min_ok_ratio: float | None = Field(default=None, gt=0, le=1)
     signals: list[str] = Field(min_length=1)
     scope: list[str] = Field(default_factory=list)
     weights: dict[str, float]

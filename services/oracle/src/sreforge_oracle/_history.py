@@ -34,7 +34,7 @@ async def history_samples(
 ) -> list[GradingSample]:
     """One sample per step from `start` to `end` as Prometheus recorded them.
 
-    The probe's target alert, SLI and load queries are read at each step, in
+    The probe's target alert, SLI, load (and ok-ratio) queries are read at each step, in
     pieces of at most `MAX_POINTS` steps. Raises `ProbeError` if Prometheus
     cannot answer.
     """
@@ -58,6 +58,11 @@ async def _stretch(
     sli = await probe.query_range(probe.sli_promql, **span)
     target = await probe.query_range(probe.load_promql[0], **span)
     achieved = await probe.query_range(probe.load_promql[1], **span)
+    service = (
+        []
+        if probe.service_promql is None
+        else await probe.query_range(probe.service_promql, **span)
+    )
     samples = []
     for at_ms in range(start_ms, end_ms + 1, step_ms):
         observed = _alerts_at(alerts, at_ms)
@@ -72,6 +77,7 @@ async def _stretch(
                 sli=_max_at(sli, at_ms),
                 load_target_rps=_max_at(target, at_ms),
                 load_achieved_rps=_max_at(achieved, at_ms),
+                service_ok_ratio=_max_at(service, at_ms),
             )
         )
     return samples

@@ -9,7 +9,7 @@ from typing import Literal
 from sreforge_contracts import OracleSignal
 
 from sreforge_oracle._model import GradingConfig, GradingSample
-from sreforge_oracle._window import Finding, Window, first_gap
+from sreforge_oracle._window import Finding, Window, first_gap, first_lasting_run
 
 __all__ = ["assess_load"]
 
@@ -63,17 +63,12 @@ def _first_shortfall(
     config: GradingConfig, graded: Sequence[GradingSample]
 ) -> list[tuple[GradingSample, _Shortfall]]:
     """The first run of short samples lasting the tolerance or longer, else `[]`."""
-    run: list[tuple[GradingSample, _Shortfall]] = []
-    for sample in graded:
-        cause = _shortfall_of(config, sample)
-        if cause is None:
-            run = []
-            continue
-        run.append((sample, cause))
-        lasted = sample.offset_seconds - run[0][0].offset_seconds
-        if lasted >= config.load_dip_tolerance_seconds:
-            return run
-    return []
+    run = first_lasting_run(
+        graded,
+        lambda sample: _shortfall_of(config, sample) is not None,
+        config.load_dip_tolerance_seconds,
+    )
+    return [(sample, cause) for sample in run if (cause := _shortfall_of(config, sample))]
 
 
 def _shortfall_of(config: GradingConfig, sample: GradingSample) -> _Shortfall | None:

@@ -23,6 +23,7 @@ from sreforge_oracle._model import (
     ObservedAlert,
     StopReason,
 )
+from sreforge_oracle._service import assess_service
 from sreforge_oracle._window import Finding, Window, first_gap, window_of
 
 __all__ = ["grade", "grading_complete"]
@@ -34,14 +35,18 @@ _SCORE_DIGITS = 6  # so that weights like .25+.35+.20+.05 meet a .85 threshold e
 class _Assessment:
     window: Window
     weighted: dict[str, Finding]
-    load: Finding
+    gates: tuple[Finding, ...]
+    """`load_held`, then `service_held` when the scenario declares it (weight 0 each)."""
 
     def score(self, config: GradingConfig) -> float:
         return _weighted_mean(config, {k: f.signal.value for k, f in self.weighted.items()})
 
     def can_still_pass(self, config: GradingConfig) -> bool:
         best = _weighted_mean(config, {k: f.best_value for k, f in self.weighted.items()})
-        return best >= config.pass_threshold and self.load.best_value >= 1.0
+        return best >= config.pass_threshold and all(g.best_value >= 1.0 for g in self.gates)
+
+    def gates_held(self) -> bool:
+        return all(gate.signal.satisfied for gate in self.gates)
 
 
 def grade(
@@ -68,13 +73,12 @@ def grade(
         )
     score = assessment.score(config)
     passed = (
-        stop == "window_complete"
-        and score >= config.pass_threshold
-        and assessment.load.signal.satisfied
+        stop == "window_complete" and score >= config.pass_threshold and assessment.gates_held()
     )
     signals = [assessment.weighted[k].signal for k in WEIGHTED_SIGNALS]
+    gates = [gate.signal for gate in assessment.gates]
     return MitigationGrade(
-        score=OracleScore(score=score, passed=passed, signals=[*signals, assessment.load.signal]),
+        score=OracleScore(score=score, passed=passed, signals=[*signals, *gates]),
         verdict="passed" if passed else "failed",
         sli_series=[sample.to_sli_sample() for sample in samples],
         stop_reason=stop,
@@ -90,7 +94,7 @@ def grading_complete(
 
     Stop when the window is fully observed, or when no later sample could let
     the run pass: every open signal is credited its best possible value and the
-    run still falls short of the threshold, or the load already failed. Signals
+    run still falls short of the threshold, or a gate (load, service) already failed. Signals
     only get worse with more samples once settled, so this never stops a run
     that could still pass; it never stops early towards `passed`.
     """
@@ -120,7 +124,9 @@ def _assess(
         "time_to_clear": _time_to_clear(config, window),
         "no_new_alerts": _no_new_alerts(config, window, {a.key for a in handoff_alerts}),
     }
-    return _Assessment(window, weighted, assess_load(config, window))
+    service = assess_service(config, window)
+    gates = (assess_load(config, window),) + (() if service is None else (service,))
+    return _Assessment(window, weighted, gates)
 
 
 def _alert_cleared(config: GradingConfig, window: Window) -> Finding:

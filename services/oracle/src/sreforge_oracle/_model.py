@@ -53,7 +53,9 @@ class GradingConfig(_Frozen):
     means every service. `max_sample_gap_seconds` (default 3 x the probe
     interval) is the longest stretch without a sample that still counts as
     observed; keep it at or below the Prometheus evaluation interval so that no
-    firing evaluation can fall between two samples.
+    firing evaluation can fall between two samples. `service_min_ok_ratio` declares
+    the `service_held` gate (the load generator's checked answers must stay this
+    complete); `None` means the run is not gated on it.
     """
 
     alert_to_clear: str = Field(min_length=1)
@@ -67,6 +69,8 @@ class GradingConfig(_Frozen):
     load_min_ratio: float = Field(default=0.9, gt=0, le=1)
     load_grace_seconds: float = Field(default=0.0, ge=0)
     load_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
+    service_min_ok_ratio: float | None = Field(default=None, gt=0, le=1)
+    service_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
 
     @field_validator("weights")
     @classmethod
@@ -138,7 +142,9 @@ class GradingSample(_Frozen):
 
     `alerts` holds every active alert (the target's series included); `sli` is
     `None` when the SLI query had no value (no traffic answered); the load rates
-    are `None` when the load generator reported nothing.
+    are `None` when the load generator reported nothing, and so is
+    `service_ok_ratio` (the share of its checked answers that were complete over
+    its window) when it had none to report or was not read.
     """
 
     at: datetime
@@ -148,6 +154,7 @@ class GradingSample(_Frozen):
     sli: float | None = None
     load_achieved_rps: float | None = None
     load_target_rps: float | None = None
+    service_ok_ratio: float | None = None
 
     def firing(self) -> list[ObservedAlert]:
         """The alerts firing (not merely pending) at this sample."""

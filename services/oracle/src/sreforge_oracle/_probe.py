@@ -35,7 +35,9 @@ class PrometheusProbe:
     instant queries; a query without a value (empty, NaN, infinite) gives
     `None`, never 0. With `loadgen_metrics_url`, the load rates are read from
     the generator's own `/metrics` instead (no scrape lag); a generator that
-    does not answer there reads as no load data. Prometheus failures raise
+    does not answer there reads as no load data. With `service_ok_promql`, each
+    sample also reads the load generator's ok ratio (`loadgen_ok_ratio`, from its
+    `/metrics` too when `loadgen_metrics_url` is set). Prometheus failures raise
     `ProbeError`.
     """
 
@@ -48,6 +50,7 @@ class PrometheusProbe:
         load_target_promql: str = "sum(loadgen_target_rps)",
         load_achieved_promql: str = "sum(loadgen_achieved_rps)",
         loadgen_metrics_url: str | None = None,
+        service_ok_promql: str | None = None,
         timeout_seconds: float = 2.0,
     ) -> None:
         self._base = base_url.rstrip("/")
@@ -55,6 +58,7 @@ class PrometheusProbe:
         self._sli_promql = sli_promql
         self._load_promql = (load_target_promql, load_achieved_promql)
         self._loadgen_url = loadgen_metrics_url
+        self._service_promql = service_ok_promql
         self._client = httpx.AsyncClient(timeout=timeout_seconds)
 
     @property
@@ -72,6 +76,11 @@ class PrometheusProbe:
         """The (target, achieved) load queries on Prometheus."""
         return self._load_promql
 
+    @property
+    def service_promql(self) -> str | None:
+        """The load generator's ok-ratio query, or `None` when the run is not gated on it."""
+        return self._service_promql
+
     async def __aenter__(self) -> Self:
         return self
 
@@ -88,12 +97,13 @@ class PrometheusProbe:
         await self._client.aclose()
 
     async def sample(self, *, at: datetime, offset_seconds: float) -> GradingSample:
-        """Take one sample: all four reads run concurrently; any Prometheus failure raises."""
+        """Take one sample: all reads run concurrently; any Prometheus failure raises."""
         try:
             async with asyncio.TaskGroup() as group:
                 alerts_task = group.create_task(self.alerts())
                 sli_task = group.create_task(self.query(self._sli_promql))
                 load_task = group.create_task(self.load())
+                service_task = group.create_task(self.service_ok_ratio())
         except* ProbeError as failures:
             raise failures.exceptions[0] from None
         alerts, sli = alerts_task.result(), sli_task.result()
@@ -106,6 +116,7 @@ class PrometheusProbe:
             sli=sli,
             load_achieved_rps=achieved,
             load_target_rps=target,
+            service_ok_ratio=service_task.result(),
         )
 
     async def alerts(self) -> list[ObservedAlert]:
@@ -173,17 +184,35 @@ class PrometheusProbe:
         target, achieved = await asyncio.gather(*(self.query(q) for q in self._load_promql))
         return target, achieved
 
+    async def service_ok_ratio(self) -> float | None:
+        """The share of the load generator's checked answers that were ok; `None` unread."""
+        if self._service_promql is None:
+            return None
+        if self._loadgen_url is not None:
+            text = await self._scrape(self._loadgen_url)
+            values = (
+                [] if text is None else _exposition(text, "loadgen_ok_ratio", self._loadgen_url)
+            )
+            return min(values) if values else None
+        return await self.query(self._service_promql)
+
     async def _scrape_load(self, url: str) -> tuple[float | None, float | None]:
-        try:
-            response = await self._client.get(url)
-            response.raise_for_status()
-        except httpx.HTTPError:
+        text = await self._scrape(url)
+        if text is None:
             return None, None  # the generator is what we observe: silence means it died
-        text = response.text
         return (
             _exposition_sum(text, "loadgen_target_rps", url),
             _exposition_sum(text, "loadgen_achieved_rps", url),
         )
+
+    async def _scrape(self, url: str) -> str | None:
+        """The generator's exposition text, or `None` when it does not answer."""
+        try:
+            response = await self._client.get(url)
+            response.raise_for_status()
+        except httpx.HTTPError:
+            return None
+        return response.text
 
     async def _get_data(self, url: str, params: dict[str, str], endpoint: str | None = None) -> Any:
         endpoint = endpoint or url
@@ -282,7 +311,13 @@ def _finite(raw: Any, endpoint: str) -> float | None:
 
 def _exposition_sum(text: str, metric: str, url: str) -> float | None:
     """Sum a metric's series in Prometheus text exposition; `None` when it is absent."""
-    total: float | None = None
+    values = _exposition(text, metric, url)
+    return sum(values) if values else None
+
+
+def _exposition(text: str, metric: str, url: str) -> list[float]:
+    """A metric's finite values in Prometheus text exposition, one per series."""
+    values: list[float] = []
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
@@ -295,5 +330,5 @@ def _exposition_sum(text: str, metric: str, url: str) -> float | None:
             raise ProbeError(f"no value on the line {line!r}", endpoint=url)
         value = _finite(fields[0], url)
         if value is not None:
-            total = (total or 0.0) + value
-    return total
+            values.append(value)
+    return values

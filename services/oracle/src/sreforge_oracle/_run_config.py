@@ -64,7 +64,7 @@ def grading_config(
     *,
     load_warmup_seconds: float,
 ) -> GradingConfig:
-    """The manifest's windows x `time_scale`, its weights, threshold and scope.
+    """The manifest's windows x `time_scale`, its weights, threshold, scope and gates.
 
     The probe runs every 1 s x scale, never coarser than the eval interval;
     load is judged from one scrape plus the generator's warm-up after `Deployed`.
@@ -80,6 +80,7 @@ def grading_config(
         pass_threshold=verify.pass_threshold,
         scope=frozenset(verify.scope) or None,
         load_grace_seconds=timing.scrape_interval_seconds + load_warmup_seconds,
+        service_min_ok_ratio=verify.service_min_ok_ratio,
     )
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import structlog
-from sreforge_contracts import RunState
+from sreforge_contracts import RunState, ScenarioManifest
 
 from sreforge_oracle._errors import GradingInterrupted, OracleError, ProbeError
 from sreforge_oracle._grading import GapFiller, run_grading
@@ -74,6 +74,7 @@ class GradingSession:
             sli_promql=expected.p99_promql,
             load_target_promql=settings.load_target_promql,
             load_achieved_promql=settings.load_achieved_promql,
+            service_ok_promql=_service_promql(settings, manifest),
             timeout_seconds=settings.probe_timeout_seconds,
         ) as probe:
             config = grading_config(
@@ -124,6 +125,12 @@ class GradingSession:
         if grading.cancelled():
             raise GradingInterrupted("the oracle is stopping; grading resumes on redelivery")
         return grading.result()
+
+
+def _service_promql(settings: OracleSettings, manifest: ScenarioManifest) -> str | None:
+    """The ok-ratio query, only for a scenario that declares the `service_held` gate."""
+    declared = manifest.verify.service_min_ok_ratio is not None
+    return settings.service_ok_promql if declared else None
 
 
 def _from_history(probe: PrometheusProbe, config: GradingConfig, started_at: datetime) -> GapFiller:

@@ -26,6 +26,9 @@ class OracleSettings(BaseSettings):
     """The key of the run's Prometheus in the stack's `operator_endpoints`."""
     load_target_promql: str = "sum(loadgen_target_rps)"
     load_achieved_promql: str = "sum(loadgen_achieved_rps)"
+    service_ok_promql: str = "min(loadgen_ok_ratio)"
+    """The load generator's share of ok answers, read when the scenario declares
+    `service_min_ok_ratio` (the worst generator counts)."""
     load_warmup_seconds: float = Field(default=1.0, ge=0)
     """Added to the scrape interval to form the load grace after `Deployed`: the load
     generator reports 0 for its first 0.5 s after a resume (real seconds, not scaled)."""

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sreforge_contracts import OracleSignal
 
 from sreforge_oracle._model import GradingConfig, GradingSample
 
-__all__ = ["Finding", "Window", "first_gap", "window_of"]
+__all__ = ["Finding", "Window", "first_gap", "first_lasting_run", "window_of"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +86,24 @@ def first_gap(
             return (previous, sample.offset_seconds)
         previous = sample.offset_seconds
     return None
+
+
+def first_lasting_run(
+    samples: Sequence[GradingSample],
+    is_short: Callable[[GradingSample], bool],
+    tolerance_seconds: float,
+) -> list[GradingSample]:
+    """The first run of consecutive short samples lasting `tolerance_seconds` or longer.
+
+    A run lasts from its first short sample to its last, so with a tolerance of 0 any
+    single short sample is one. `[]` when every shortfall ended sooner.
+    """
+    run: list[GradingSample] = []
+    for sample in samples:
+        if not is_short(sample):
+            run = []
+            continue
+        run.append(sample)
+        if sample.offset_seconds - run[0].offset_seconds >= tolerance_seconds:
+            return run
+    return []

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from ._checks import ResponseChecks, Result
 from ._profiles import Profile, Request
 from ._stats import LoadMetrics, RateWindow
 
@@ -48,6 +49,9 @@ class LoadGenerator:
         self.window = RateWindow(window_seconds)
         self.metrics.achieved.set_function(self.window.rate)
         self.metrics.inflight.set_function(lambda: len(self._inflight))
+        self.checks = ResponseChecks(self.metrics.registry, profile.name, window_seconds)
+        # Bumped on pause: answers to requests issued before it are the old build's.
+        self._period = 0
         self._client = httpx.AsyncClient(
             base_url=target,
             timeout=timeout_seconds,
@@ -71,6 +75,8 @@ class LoadGenerator:
         """Stop issuing new requests (those in flight complete)."""
         self._running.clear()
         self.window.deactivate()
+        self._period += 1
+        self.checks.clear()
         self.metrics.paused.set(1)
 
     def resume(self) -> None:
@@ -109,20 +115,27 @@ class LoadGenerator:
         task.add_done_callback(self._inflight.discard)
 
     async def _send(self, request: Request) -> None:
-        self.metrics.requests.labels(await self._status_of(request)).inc()
+        period = self._period
+        status, result = await self._exchange(request)
+        self.metrics.requests.labels(status).inc()
+        self.checks.record(result, current=period == self._period)
 
-    async def _status_of(self, request: Request) -> str:
+    async def _exchange(self, request: Request) -> tuple[str, Result]:
+        """The answer's status label and its check result."""
         path, params = request
         try:
             response = await self._client.get(path, params=params)
         except httpx.HTTPError:
-            return "error"
-        return str(response.status_code)
+            return "error", self.checks.judge(None, b"")
+        return str(response.status_code), self.checks.judge(response.status_code, response.content)
 
     async def warmup(self) -> WarmupReport:
         """Send the profile's working set once and wait for every answer."""
         started = time.monotonic()
-        statuses = await asyncio.gather(*(self._status_of(r) for r in self.profile.working_set))
+        answers = await asyncio.gather(*(self._exchange(r) for r in self.profile.working_set))
+        for _, result in answers:
+            self.checks.record(result)  # the new build's first answers
+        statuses = [status for status, _ in answers]
         ok = sum(1 for status in statuses if status.startswith("2"))
         return WarmupReport(len(statuses), ok, round(time.monotonic() - started, 3))
 

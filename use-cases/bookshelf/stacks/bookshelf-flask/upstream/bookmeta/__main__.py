@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
         host=args.host,
         port=args.port,
         log_level="warning",
+        lifespan="off",
         server_header=False,
         backlog=2048,
         timeout_graceful_shutdown=3,

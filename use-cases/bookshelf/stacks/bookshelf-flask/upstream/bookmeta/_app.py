@@ -1,59 +1,98 @@
-"""The HTTP application: edition lookups, health and metrics."""
+"""The HTTP application: edition lookups, health and metrics, as a plain ASGI app.
+
+No web framework: three routes do not need one, and the service stays small (it runs
+beside several others on one machine).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
 
-from fastapi import FastAPI
-from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ._catalogue import CATALOGUE
-from ._metrics import build_instruments
+from ._metrics import Instruments, build_instruments
 from ._pacing import LookupSchedule, Pacing
 
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
 _LOOKUP = "/v1/books/{isbn}"
+_LOOKUP_PREFIX = "/v1/books/"
+_JSON = "application/json"
 
 
-def create_app(pacing: Pacing) -> FastAPI:
+def create_app(pacing: Pacing) -> App:
     """The service for one pacing configuration."""
     schedule = LookupSchedule(pacing)
     metrics = build_instruments()
-    app = FastAPI(title="bookmeta", docs_url=None, redoc_url=None, openapi_url=None)
 
-    @app.get("/healthz")
-    async def healthz() -> dict[str, object]:
-        return {"status": "ok", "editions": len(CATALOGUE)}
-
-    @app.get("/metrics")
-    async def metrics_endpoint() -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-    @app.get(_LOOKUP)
-    async def lookup(isbn: str) -> Response:
-        started = time.perf_counter()
-        metrics.inflight.inc()
-        try:
-            response = await _answer(schedule, isbn)
-        finally:
-            metrics.inflight.dec()
-        metrics.requests.labels(_LOOKUP, str(response.status_code)).inc()
-        metrics.duration.labels(_LOOKUP).observe(time.perf_counter() - started)
-        return response
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        isbn = _isbn_in(path)
+        if path not in ("/healthz", "/metrics") and isbn is None:
+            await _json(send, 404, {"detail": "Not Found"})
+        elif scope["method"] != "GET":
+            await _json(send, 405, {"detail": "Method Not Allowed"})
+        elif path == "/healthz":
+            await _json(send, 200, {"status": "ok", "editions": len(CATALOGUE)})
+        elif path == "/metrics":
+            await _reply(send, 200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
+        elif isbn is not None:
+            await _lookup(schedule, metrics, isbn, send)
 
     return app
 
 
-async def _answer(schedule: LookupSchedule, isbn: str) -> Response:
+def _isbn_in(path: str) -> str | None:
+    """The `{isbn}` of a lookup path (one non-empty segment), else None."""
+    isbn = path.removeprefix(_LOOKUP_PREFIX)
+    return isbn if isbn != path and isbn and "/" not in isbn else None
+
+
+async def _lookup(schedule: LookupSchedule, metrics: Instruments, isbn: str, send: Send) -> None:
+    started = time.perf_counter()
+    metrics.inflight.inc()
+    try:
+        status, body = await _answer(schedule, isbn)
+    finally:
+        metrics.inflight.dec()
+    metrics.requests.labels(_LOOKUP, str(status)).inc()
+    metrics.duration.labels(_LOOKUP).observe(time.perf_counter() - started)
+    await _json(send, status, body)
+
+
+async def _answer(schedule: LookupSchedule, isbn: str) -> tuple[int, dict[str, object]]:
     delay, fails = schedule.next()
     if fails:
-        return JSONResponse({"error": "temporarily unavailable"}, status_code=503)
+        return 503, {"error": "temporarily unavailable"}
     await asyncio.sleep(delay)
     edition = CATALOGUE.get(isbn)
     if edition is None:
-        return JSONResponse({"error": f"no edition with ISBN {isbn}"}, status_code=404)
-    return JSONResponse(edition.to_json())
+        return 404, {"error": f"no edition with ISBN {isbn}"}
+    return 200, edition.to_json()
+
+
+async def _json(send: Send, status: int, payload: dict[str, object]) -> None:
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    await _reply(send, status, body, _JSON)
+
+
+async def _reply(send: Send, status: int, body: bytes, content_type: str) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 __all__ = ["create_app"]

@@ -1,0 +1,112 @@
+"""`service_held`: a fix that makes the service fast by making it do less is not a mitigation.
+
+The load generator (harness-side, out of the agent's reach) checks every answer it
+gets against its profile: `ok` (a complete answer), `degraded` (a 2xx short of it,
+e.g. search hits without their metadata) or `failed` (an error or a timeout). It
+exports the share of ok answers over its sliding window as `loadgen_ok_ratio`; this
+gate holds that share at or above the scenario's `service_min_ok_ratio`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sreforge_contracts import OracleSignal
+
+from sreforge_oracle._model import GradingConfig, GradingSample
+from sreforge_oracle._window import Finding, Window, first_gap, first_lasting_run
+
+__all__ = ["assess_service"]
+
+
+def assess_service(config: GradingConfig, window: Window) -> Finding | None:
+    """Judge `service_held` (a gate: weight 0), or `None` when the scenario declares none.
+
+    From `load_grace_seconds` on, every sample must show the load generator's ok
+    ratio at or above `service_min_ok_ratio`; a sample without a ratio (no checked
+    answer in the generator's window, the generator gone) counts as short. A short
+    run lasting `service_dip_tolerance_seconds` or longer (first to last short
+    sample; 0 means any short sample) fails it, and so does a gap in the samples or
+    a complete window without a sample after the grace.
+    """
+    minimum = config.service_min_ok_ratio
+    if minimum is None:
+        return None
+    grace = config.load_grace_seconds
+    graded = [s for s in window.samples if s.offset_seconds >= grace]
+    short = first_lasting_run(
+        graded, lambda s: _is_short(minimum, s), config.service_dip_tolerance_seconds
+    )
+    if short:
+        return _settled(False, _short_detail(minimum, _whole_run(minimum, graded, short[0])))
+    gap = first_gap(graded, grace, config.sample_gap_limit)
+    if gap is not None:
+        return _settled(
+            False,
+            f"answers not observed from t={gap[0]:.1f}s to t={gap[1]:.1f}s "
+            f"(limit {config.sample_gap_limit:.1f}s without a sample)",
+        )
+    if not graded:
+        if window.complete:
+            return _settled(False, f"no sample after the {grace:.1f}s load grace period")
+        return Finding(_signal(False, "answers not observed yet"), best_value=1.0)
+    lowest = min(s.service_ok_ratio or 0.0 for s in graded)
+    return _settled(
+        True,
+        f"ok answers >= {minimum:.0%} of those checked at {len(graded)} samples "
+        f"from t={graded[0].offset_seconds:.1f}s to t={graded[-1].offset_seconds:.1f}s "
+        f"(lowest {lowest:.0%})",
+    )
+
+
+def _is_short(minimum: float, sample: GradingSample) -> bool:
+    ratio = sample.service_ok_ratio
+    return ratio is None or ratio < minimum
+
+
+def _whole_run(
+    minimum: float, graded: Sequence[GradingSample], first: GradingSample
+) -> list[GradingSample]:
+    """The short run starting at `first`, through its last consecutive short sample."""
+    start = next(i for i, sample in enumerate(graded) if sample is first)
+    run: list[GradingSample] = []
+    for sample in graded[start:]:
+        if not _is_short(minimum, sample):
+            break
+        run.append(sample)
+    return run
+
+
+def _short_detail(minimum: float, run: Sequence[GradingSample]) -> str:
+    first, last = run[0], run[-1]
+    ratios = [s.service_ok_ratio for s in run if s.service_ok_ratio is not None]
+    blind = len(run) - len(ratios)
+    when = (
+        f"at t={first.offset_seconds:.1f}s"
+        if len(run) == 1
+        else f"from t={first.offset_seconds:.1f}s to t={last.offset_seconds:.1f}s"
+    )
+    if not ratios:
+        return (
+            f"service not held {when}: no answer-check data at {blind} samples (the load "
+            "generator reported no ok ratio: no checked answer in its window, or it is gone)"
+        )
+    low, high = f"{min(ratios):.0%}", f"{max(ratios):.0%}"
+    share = low if low == high else f"{low} to {high}"
+    tally = f"; {blind} samples without check data" if blind else ""
+    return (
+        f"service not held {when}: only {share} of the load's checked answers were ok "
+        f"(need >= {minimum:.0%}); the rest were degraded (a 2xx short of a complete "
+        f"answer) or failed (error or timeout){tally}"
+    )
+
+
+def _settled(satisfied: bool, detail: str) -> Finding:
+    signal = _signal(satisfied, detail)
+    return Finding(signal, best_value=signal.value)
+
+
+def _signal(satisfied: bool, detail: str) -> OracleSignal:
+    return OracleSignal(
+        id="service_held", satisfied=satisfied, value=float(satisfied), weight=0.0, detail=detail
+    )

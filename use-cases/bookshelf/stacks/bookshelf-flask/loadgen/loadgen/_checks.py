@@ -1,0 +1,140 @@
+"""Response checks: did the target still do its job, answer by answer?
+
+Each completed request is judged `ok` (a 2xx whose body passes the profile's check),
+`degraded` (a 2xx that fails it) or `failed` (any other status, a timeout, a transport
+error). The share of `ok` over a sliding window is the synthetic correctness check: a
+target that answers fast by answering less must not look healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Literal
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+Result = Literal["ok", "degraded", "failed"]
+RESULTS: tuple[Result, ...] = ("ok", "degraded", "failed")
+
+# Whether a 2xx body is a complete answer for the profile.
+BodyCheck = Callable[[bytes], bool]
+
+
+def _any_body(_body: bytes) -> bool:
+    return True
+
+
+def search_enriched(body: bytes) -> bool:
+    """A search answer with at least one hit, every hit carrying its own edition's metadata.
+
+    Every search-storm query names a seeded classic, so an empty result is an incomplete
+    answer too; metadata counts only when it is an object for the hit's own ISBN.
+    """
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return False
+    hits = answer.get("results") if isinstance(answer, dict) else None
+    if not isinstance(hits, list) or not hits:
+        return False
+    return all(_enriched(hit) for hit in hits)
+
+
+def _enriched(hit: object) -> bool:
+    if not isinstance(hit, dict):
+        return False
+    metadata = hit.get("metadata")
+    return isinstance(metadata, dict) and metadata.get("isbn") == hit.get("isbn")
+
+
+BODY_CHECKS: dict[str, BodyCheck] = {"search-storm": search_enriched}
+"""Profiles with a content check; the others count any 2xx as ok."""
+
+
+def judge(status_code: int | None, body: bytes, check: BodyCheck) -> Result:
+    """One answer's result; `status_code` is `None` for a timeout or transport error."""
+    if status_code is None or not 200 <= status_code < 300:
+        return "failed"
+    return "ok" if check(body) else "degraded"
+
+
+class OkWindow:
+    """The share of checked responses that were `ok` over the last `window_seconds`.
+
+    NaN while the window holds no response: no answers is no evidence either way.
+    """
+
+    def __init__(self, window_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._window = window_seconds
+        self._clock = clock
+        self._ok: deque[float] = deque()
+        self._not_ok: deque[float] = deque()
+
+    def record(self, result: Result) -> None:
+        """One response was judged now."""
+        (self._ok if result == "ok" else self._not_ok).append(self._clock())
+
+    def clear(self) -> None:
+        """Forget every response so far."""
+        self._ok.clear()
+        self._not_ok.clear()
+
+    def ratio(self) -> float:
+        """ok / checked over the window, or NaN without a checked response."""
+        horizon = self._clock() - self._window
+        for times in (self._ok, self._not_ok):
+            while times and times[0] <= horizon:
+                times.popleft()
+        checked = len(self._ok) + len(self._not_ok)
+        return len(self._ok) / checked if checked else math.nan
+
+
+class ResponseChecks:
+    """The profile's check, its sliding ok window and their metrics on `registry`.
+
+    The generator records only answers that belong to the current issuing period:
+    `clear()` on pause drops the old build's answers (and the errors of its drain).
+    """
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        profile_name: str,
+        window_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._check = BODY_CHECKS.get(profile_name, _any_body)
+        self.window = OkWindow(window_seconds, clock)
+        self.checked = Counter(
+            "loadgen_responses_checked_total",
+            "Completed requests by check result: ok, degraded (2xx, incomplete answer), "
+            "failed (other status, timeout, transport error).",
+            ["result"],
+            registry=registry,
+        )
+        for result in RESULTS:
+            self.checked.labels(result)
+        ok_ratio = Gauge(
+            "loadgen_ok_ratio",
+            "Share of checked responses that were ok over the sliding window (NaN: none).",
+            registry=registry,
+        )
+        ok_ratio.set_function(self.window.ratio)
+
+    def judge(self, status_code: int | None, body: bytes) -> Result:
+        """The result of one answer under this profile's check."""
+        return judge(status_code, body, self._check)
+
+    def record(self, result: Result, *, current: bool = True) -> None:
+        """Count one judged answer; add it to the window if it is of the current period."""
+        self.checked.labels(result).inc()
+        if current:
+            self.window.record(result)
+
+    def clear(self) -> None:
+        """Start a new issuing period: the window forgets earlier answers."""
+        self.window.clear()

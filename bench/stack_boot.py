@@ -3,9 +3,10 @@
 Boots the real latency-cache-stampede stack (bookshelf-flask) as local processes at
 `--time-scale` (default 0.1), arms it, and prints: `up()` wall time, `arm()` wall
 time, arm start → primary alert firing in Prometheus, firing → page delivered to a
-webhook, and the peak of the summed RSS over every process of the stack (all members
+webhook, the peak of the summed RSS over every process of the stack (all members
 of all its process groups, sampled every 100 ms from boot to `--hold` seconds after
-firing). The measuring process itself is not counted.
+firing) and the CPU seconds each component used until then. The measuring process
+itself is not counted.
 
     python bench/stack_boot.py [--time-scale 0.1] [--repeat 1] [--hold 10]
 """
@@ -39,6 +40,7 @@ class RssSampler:
         self.stack = stack
         self.peak_total = 0
         self.peak_by_component: dict[str, int] = {}
+        self.cpu_by_pid: dict[int, tuple[str, float]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -54,10 +56,28 @@ class RssSampler:
         while not self._stop.wait(0.1):
             total = 0
             for name, pgid in self.stack.pgids().items():
-                rss = sum(_rss(proc) for proc in group_members(pgid))
+                members = group_members(pgid)
+                rss = sum(_rss(proc) for proc in members)
+                for proc in members:
+                    self.cpu_by_pid[proc.pid] = (name, _cpu(proc, self.cpu_by_pid))
                 total += rss
                 self.peak_by_component[name] = max(self.peak_by_component.get(name, 0), rss)
             self.peak_total = max(self.peak_total, total)
+
+    def cpu_by_component(self) -> dict[str, float]:
+        """CPU seconds (user + system) each component used, over all its processes."""
+        totals: dict[str, float] = {}
+        for name, seconds in self.cpu_by_pid.values():
+            totals[name] = totals.get(name, 0.0) + seconds
+        return totals
+
+
+def _cpu(proc: psutil.Process, seen: dict[int, tuple[str, float]]) -> float:
+    try:
+        times = proc.cpu_times()
+    except psutil.Error:
+        return seen.get(proc.pid, ("", 0.0))[1]
+    return float(times.user + times.system)
 
 
 def _rss(proc: psutil.Process) -> int:
@@ -133,6 +153,8 @@ def measure_once(time_scale: float, hold: float) -> dict[str, float]:
     }
     for name, peak in sorted(rss.peak_by_component.items()):
         figures[f"rss_{name}_mib"] = peak / 2**20
+    for name, seconds in sorted(rss.cpu_by_component().items()):
+        figures[f"cpu_{name}_s"] = seconds
     return figures
 
 

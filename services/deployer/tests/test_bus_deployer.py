@@ -17,9 +17,11 @@ from sreforge_contracts import (
     Deployed,
     Event,
     FaultArmed,
+    OracleScore,
     Recorded,
     RunFailed,
     RunRequested,
+    Scored,
     StackReady,
     Submission,
     Submitted,
@@ -28,6 +30,7 @@ from sreforge_contracts import (
 from sreforge_deployer import DeployerSettings, LocalStack
 from sreforge_deployer._adapter import DeployerService, deployer_service
 from sreforge_deployer._ports import listening_ports
+from sreforge_deployer._process import group_members
 from sreforge_deployer._workspace import Workspace
 
 from .conftest import FIXTURES, WebhookReceiver
@@ -262,3 +265,36 @@ async def test_a_stack_known_only_by_its_state_file_is_torn_down(deployer: Runni
         assert not listening_ports(ports)
     finally:
         await asyncio.to_thread(stack.down)  # releases the port leases; nothing else left
+
+
+@pytest.mark.timeout(120)
+async def test_scored_stops_the_processes_and_recorded_removes_the_rest(
+    deployer: Running,
+) -> None:
+    """Scored: every process of the stack stops, its run dir stays for the recorder;
+    Recorded: the dir goes and CleanedUp is verified."""
+    run_id = "tiny-scored-1"
+    await deployer.publish(_requested(run_id))
+    ready = await deployer.one(run_id, StackReady)
+    assert isinstance(ready, StackReady)
+    await deployer.one(run_id, FaultArmed)
+    stack = deployer.service.deployer.stacks()[run_id]
+    pgids = list(stack.pgids().values())
+    assert all(group_members(pgid) for pgid in pgids)
+
+    score = OracleScore(score=1.0, passed=True, signals=[])
+    await deployer.publish(Scored(run_id=run_id, producer="oracle", score=score, verdict="passed"))
+    await poll(
+        lambda: _true(not any(group_members(pgid) for pgid in pgids)),
+        "every process of the scored run stopped",
+        30,
+    )
+    await deployer.settled()
+    assert (deployer.settings.runs_root / run_id).exists(), "kept until the record is written"
+    assert await deployer.stored(run_id, CleanedUp) == 0
+
+    await deployer.publish(_recorded(run_id))
+    cleaned = await deployer.one(run_id, CleanedUp)
+    assert isinstance(cleaned, CleanedUp)
+    assert cleaned.verified, cleaned.leftovers
+    assert not (deployer.settings.runs_root / run_id).exists()

@@ -69,3 +69,28 @@ def test_ensure_free_names_component_and_port() -> None:
         port = squatter.getsockname()[1]
         with pytest.raises(PortUnavailableError, match=rf"'prometheus': port 127.0.0.1:{port}"):
             ensure_free("prometheus", port)
+
+
+def test_listening_ports_sees_a_listener_until_it_closes() -> None:
+    """A port with a listener (IPv4 or IPv6) is reported; once closed, or merely bound, not."""
+    from sreforge_deployer._ports import listening_ports
+
+    listener, bound = socket.socket(), socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    bound.bind(("127.0.0.1", 0))
+    ports = {listener.getsockname()[1], bound.getsockname()[1]}
+    try:
+        assert listening_ports(ports) == {listener.getsockname()[1]}
+    finally:
+        listener.close()
+        bound.close()
+    assert listening_ports(ports) == set()
+    assert listening_ports(set()) == set()
+    with socket.socket(socket.AF_INET6) as six:
+        try:
+            six.bind(("::1", 0))
+        except OSError:
+            return  # no IPv6 loopback on this machine
+        six.listen()
+        assert listening_ports({six.getsockname()[1]}) == {six.getsockname()[1]}

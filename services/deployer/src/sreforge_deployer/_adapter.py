@@ -29,6 +29,7 @@ from sreforge_contracts import (
     RunFailed,
     RunRequested,
     RunState,
+    Scored,
     Submitted,
     parse_event,
 )
@@ -55,6 +56,7 @@ from sreforge_deployer._stack import LocalStack
 
 __all__ = [
     "CLEANUP_CONSUMER",
+    "SCORED_CONSUMER",
     "SERVICE",
     "STACK_CONSUMER",
     "SUBMITTED_CONSUMER",
@@ -71,6 +73,9 @@ SUBMITTED_CONSUMER = ConsumerSpec("deployer-submitted", ("sreforge.run.*.Submitt
 # Cleanup waits for the record, not the verdict: the recorder still reads the run's
 # folder (the agent's transcript) when the verdict arrives.
 CLEANUP_CONSUMER = ConsumerSpec("deployer-cleanup", ("sreforge.run.*.Recorded",))
+# Nothing reads a stack's processes once the run is scored, so they stop then, while
+# the record is written; the run dir and the verified teardown still wait for Recorded.
+SCORED_CONSUMER = ConsumerSpec("deployer-scored", ("sreforge.run.*.Scored",))
 
 
 @dataclass
@@ -179,6 +184,15 @@ class Deployer:
         log("deployer.cleaned_up", run_id=run_id, leftovers=remaining)
         await ledger.save([done])
         return [done]
+
+    async def on_scored(self, event: Scored, context: Context) -> Sequence[Event]:
+        """Stop the scored run's processes early (no event: CleanedUp follows Recorded)."""
+        run = self._runs.get(event.run_id)
+        if run is not None:
+            async with run.lock:
+                if run.stack is not None:
+                    await asyncio.to_thread(run.stack.stop_processes)
+        return ()
 
     async def shutdown(self, log: Log) -> None:
         """Tear down every stack this process still owns (the engine is stopping)."""
@@ -378,6 +392,7 @@ def deployer_service(settings: DeployerSettings | None = None) -> DeployerServic
         routes=(
             Route(STACK_CONSUMER, deployer.on_run_requested, _parser(RunRequested)),
             Route(SUBMITTED_CONSUMER, deployer.on_submitted, _parser(Submitted)),
+            Route(SCORED_CONSUMER, deployer.on_scored, _parser(Scored)),
             Route(CLEANUP_CONSUMER, deployer.on_recorded, _parser(Recorded)),
         ),
     )

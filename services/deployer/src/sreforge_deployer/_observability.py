@@ -15,6 +15,7 @@ from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 
 __all__ = [
     "alertmanager_launch",
+    "go_runtime_env",
     "observability_launches",
     "prometheus_launch",
     "wait_scraped",
@@ -96,7 +97,7 @@ def observability_launches(
     am_dir, prom_dir = obs_dir / ALERTMANAGER, obs_dir / PROMETHEUS
     am_dir.mkdir(exist_ok=True)
     prom_dir.mkdir(exist_ok=True)
-    env = wiring.base_env()
+    env = {**wiring.base_env(), **go_runtime_env(settings)}
     timeout = settings.observability_timeout_seconds
     return [
         alertmanager_launch(
@@ -119,6 +120,12 @@ def observability_launches(
             timeout_seconds=timeout,
         ),
     ]
+
+
+def go_runtime_env(settings: DeployerSettings) -> dict[str, str]:
+    """GOGC/GOMEMLIMIT for the Go servers, as configured (unset ones left to Go)."""
+    knobs = {"GOGC": settings.observability_gogc, "GOMEMLIMIT": settings.observability_gomemlimit}
+    return {name: value for name, value in knobs.items() if value}
 
 
 def wait_scraped(prometheus_url: str, jobs: set[str], timeout_seconds: float, log: Path) -> None:

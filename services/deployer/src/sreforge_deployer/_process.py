@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ __all__ = [
     "Component",
     "LaunchSpec",
     "group_members",
+    "groups_members",
     "log_tail",
     "resolve_binary",
     "run_once",
@@ -28,7 +30,9 @@ __all__ = [
     "stop_groups",
 ]
 
-_POLL_SECONDS = 0.1
+# Health gates and stop waits poll this often; each poll is one local request or one
+# scan of the pid table, and every poll interval is wall time a run waits for nothing.
+_POLL_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -162,13 +166,33 @@ def resolve_binary(component: str, binary: str, env: dict[str, str]) -> str:
 
 def group_members(pgid: int) -> list[psutil.Process]:
     """Live (non-zombie) processes in process group `pgid`."""
-    members = []
-    for proc in psutil.process_iter(["pid", "status"]):
-        if proc.info["status"] == psutil.STATUS_ZOMBIE:
+    return groups_members([pgid])[pgid]
+
+
+def groups_members(pgids: Iterable[int]) -> dict[int, list[psutil.Process]]:
+    """Live (non-zombie) processes of each group in `pgids`, from one scan of the pids.
+
+    Only the group id is asked of every pid (one syscall each); a process's status
+    is read only for members, which keeps a scan cheap on a busy machine.
+    """
+    members: dict[int, list[psutil.Process]] = {pgid: [] for pgid in pgids}
+    for pid in psutil.pids():
+        pgid = _pgid_of(pid)
+        if pgid not in members:
             continue
-        if _pgid_of(proc.pid) == pgid:
-            members.append(proc)
+        proc = _live_process(pid)
+        if proc is not None:
+            members[pgid].append(proc)
     return members
+
+
+def _live_process(pid: int) -> psutil.Process | None:
+    """The process `pid`, unless it is gone or a zombie."""
+    try:
+        proc = psutil.Process(pid)
+        return None if proc.status() == psutil.STATUS_ZOMBIE else proc
+    except psutil.NoSuchProcess:
+        return None
 
 
 def stop_group(pgid: int, timeout_seconds: float) -> list[int]:
@@ -176,21 +200,29 @@ def stop_group(pgid: int, timeout_seconds: float) -> list[int]:
     return stop_groups([pgid], timeout_seconds)
 
 
-def stop_groups(pgids: list[int], timeout_seconds: float) -> list[int]:
-    """Stop several groups at once (TERM all, wait, KILL all left); return survivors' pids."""
+def stop_groups(
+    pgids: list[int], timeout_seconds: float, *, term_grace_seconds: float | None = None
+) -> list[int]:
+    """Stop several groups at once (TERM all, wait, KILL all left); return survivors' pids.
+
+    The wait after TERM is `term_grace_seconds` when given (a teardown owes no drain),
+    else `timeout_seconds`; the wait after KILL is always `timeout_seconds`.
+    """
     remaining = list(pgids)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    term_wait = timeout_seconds if term_grace_seconds is None else term_grace_seconds
+    for sig, wait in ((signal.SIGTERM, term_wait), (signal.SIGKILL, timeout_seconds)):
         for pgid in remaining:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, sig)
-        deadline = time.monotonic() + timeout_seconds
+        deadline = time.monotonic() + wait
         while remaining and time.monotonic() < deadline:
-            remaining = [pgid for pgid in remaining if group_members(pgid)]
+            left = groups_members(remaining)
+            remaining = [pgid for pgid in remaining if left[pgid]]
             if remaining:
                 time.sleep(_POLL_SECONDS)
         if not remaining:
             return []
-    return [proc.pid for pgid in remaining for proc in group_members(pgid)]
+    return [proc.pid for members in groups_members(remaining).values() for proc in members]
 
 
 def run_once(spec: LaunchSpec) -> None:

@@ -37,6 +37,9 @@ class DeployerSettings(BaseSettings):
     `alert_webhook_base` is where every stack's Alertmanager posts (the run's opaque
     route is appended); `alert_token_file` holds the bearer token it presents (the
     trigger's token file). Without a base, pages go nowhere.
+    `observability_gogc`/`observability_gomemlimit` become the run's Prometheus and
+    Alertmanager's GOGC/GOMEMLIMIT: their heaps are small and short-lived, so a
+    tighter GC target trims the stack's peak memory (measured by `bench/stack_boot.py`).
     """
 
     model_config = SettingsConfigDict(env_prefix="SREFORGE_DEPLOYER_", frozen=True)
@@ -59,3 +62,9 @@ class DeployerSettings(BaseSettings):
     ci_timeout_seconds: float = Field(default=300.0, gt=0)
     ci_output_max_chars: int = Field(default=20000, ge=1000)
     teardown_timeout_seconds: float = Field(default=30.0, gt=0)
+    # At teardown the run is over and its data discarded: SIGTERM gets this long to end a
+    # process before SIGKILL, not the drain a redeploy allows (`stop_timeout_seconds`).
+    teardown_grace_seconds: float = Field(default=0.5, ge=0)
+    # Go runtime of the run's Prometheus and Alertmanager (GOGC, GOMEMLIMIT); "" = Go's own.
+    observability_gogc: str = "50"
+    observability_gomemlimit: str = ""

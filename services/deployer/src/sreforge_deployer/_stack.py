@@ -202,15 +202,31 @@ class LocalStack:
             self.start_load()
         return time.monotonic() - started
 
+    def stop_processes(self) -> None:
+        """Stop every process group (TERM, KILL after the teardown grace), keep the run dir.
+
+        For a run whose verdict is in: `down()` still removes the dir and verifies.
+        """
+        settings = self.settings
+        pgids = list({**self._groups_seen, **self.pgids()}.values())
+        stop_groups(
+            pgids,
+            settings.stop_timeout_seconds,
+            term_grace_seconds=settings.teardown_grace_seconds,
+        )
+
     def down(self) -> TeardownReport:
         """Stop every process group, remove the run dir, verify nothing is left.
 
-        Raises `TeardownIncompleteError` listing what survived. Safe to call twice.
+        SIGTERM first, SIGKILL after `teardown_grace_seconds` (nothing of the run is
+        kept, so no drain is owed). Raises `TeardownIncompleteError` listing what
+        survived. Safe to call twice.
         """
         groups = {name: c.pgid for name, c in self._components.items() if c.pgid is not None}
         groups = {**self._groups_seen, **groups}
         timeout = self.settings.stop_timeout_seconds
-        stop_groups(list(groups.values()), timeout)
+        grace = self.settings.teardown_grace_seconds
+        stop_groups(list(groups.values()), timeout, term_grace_seconds=grace)
         for component in self._components.values():
             if component.process is not None:
                 with contextlib.suppress(Exception):

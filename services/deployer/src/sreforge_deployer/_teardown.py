@@ -12,7 +12,7 @@ import psutil
 
 from sreforge_deployer._errors import DeployerError, TeardownIncompleteError
 from sreforge_deployer._ports import listening_ports, reap_stale_lease
-from sreforge_deployer._process import group_members, stop_group
+from sreforge_deployer._process import groups_members, stop_group
 from sreforge_deployer._state import GroupRecord, StackRecord, list_records, read_record
 
 __all__ = [
@@ -29,8 +29,9 @@ _POLL_SECONDS = 0.1
 def leftovers(groups: dict[str, int], ports: dict[str, int], run_dir: Path | None) -> list[str]:
     """Human-readable list of what is still there: live processes, listening ports, dir."""
     found = []
+    members = groups_members(groups.values())
     for name, pgid in groups.items():
-        for proc in group_members(pgid):
+        for proc in members[pgid]:
             found.append(f"process {proc.pid} of component {name!r} (group {pgid})")
     by_port = {port: name for name, port in ports.items()}
     for port in sorted(listening_ports(set(by_port))):

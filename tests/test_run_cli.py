@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -17,6 +18,8 @@ from sreforge_contracts import (
     RunRejected,
     RunRequested,
     RunTriggered,
+    Submission,
+    Submitted,
     Trigger,
 )
 
@@ -33,6 +36,8 @@ from sreforge._run_view import (
     format_outcome,
     format_progress,
     format_summary,
+    is_proof_run,
+    outcome_json,
     run_deadline,
 )
 
@@ -174,3 +179,20 @@ def test_a_verdict_below_time_scale_one_is_labelled_smoke() -> None:
     assert "smoke verdict at time scale 0.1" in format_outcome(smoke).splitlines()[0]
     full = Outcome(RUN, "passed", record="/r.json")
     assert "smoke" not in format_outcome(full)
+
+
+def test_a_proof_run_says_so_in_the_phase_line_and_the_verdict() -> None:
+    """An unverified profile's run is labelled a proof run wherever its verdict is shown."""
+    evidence = {"profile": "codex", "proof_run": True}
+    submission = Submission(agent_name="codex", submitted=True, duration_ms=1500, evidence=evidence)
+    submitted = Submitted(run_id=RUN, producer="runner", submission=submission)
+    assert is_proof_run(submitted)
+    assert describe(submitted) == ("submitted", "0 diff lines in 1.5s (proof run)")
+    proof = Outcome(RUN, "passed", record="/r.json", proof_run=True)
+    assert "proof run of an unverified profile" in format_outcome(proof).splitlines()[0]
+    assert json.loads(outcome_json(proof))["proof_run"] is True
+    plain = Submission(agent_name="noop", submitted=False, duration_ms=0)
+    assert not is_proof_run(Submitted(run_id=RUN, producer="runner", submission=plain))
+    assert "proof run" not in format_outcome(Outcome(RUN, "passed", record="/r.json"))
+    trials = format_summary([proof, proof, Outcome(RUN, "failed")])
+    assert "2 proof runs (unverified profile, not banked)" in trials

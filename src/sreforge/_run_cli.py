@@ -53,6 +53,7 @@ from sreforge._run_view import (
     describe,
     format_outcome,
     format_summary,
+    is_proof_run,
     outcome_json,
     run_deadline,
 )
@@ -194,6 +195,7 @@ class _Follower:
         self._events: asyncio.Queue[Event] = asyncio.Queue()
         self._verdict: Event | None = None
         self._recorded: Recorded | None = None
+        self._proof_run = False
 
     async def run(self) -> Outcome:
         reader = asyncio.create_task(self._read())
@@ -219,6 +221,7 @@ class _Follower:
                 continue
             if (shown := describe(event)) is not None:
                 self._progress.phase(*shown)
+            self._proof_run = self._proof_run or is_proof_run(event)
             if isinstance(event, CleanedUp) and self._recorded is not None:
                 return self._ended(self._recorded.verdict, self._recorded.path)
             if isinstance(event, Recorded) and self._recorded is None:
@@ -246,7 +249,14 @@ class _Follower:
             reason = found.reason
         if verdict is None:
             verdict = found.verdict if isinstance(found, Scored | RunFailed) else "aborted"
-        return Outcome(self._run_id, verdict, reason=reason, score=score, record=record)
+        return Outcome(
+            self._run_id,
+            verdict,
+            reason=reason,
+            score=score,
+            record=record,
+            proof_run=self._proof_run,
+        )
 
 
 def _lost(reader: asyncio.Task[None]) -> str | None:

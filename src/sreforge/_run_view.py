@@ -43,6 +43,7 @@ __all__ = [
     "format_outcome",
     "format_progress",
     "format_summary",
+    "is_proof_run",
     "outcome_json",
     "run_deadline",
 ]
@@ -82,6 +83,8 @@ class Outcome:
     score: OracleScore | None = None
     record: str | None = None
     time_scale: float = 1.0
+    proof_run: bool = False
+    """The agent's profile was unverified: a labelled proof run, never banked."""
 
     @property
     def smoke(self) -> bool:
@@ -143,11 +146,17 @@ def describe(event: Event) -> tuple[str, str] | None:
     return None
 
 
+def is_proof_run(event: Event) -> bool:
+    """Whether `event` is a submission the gateway made as a proof run (unverified profile)."""
+    return isinstance(event, Submitted) and event.submission.evidence.get("proof_run") is True
+
+
 def _submission(event: Submitted) -> str:
     found = event.submission
+    proof = " (proof run)" if is_proof_run(event) else ""
     if not found.submitted:
-        return f"no submission ({found.stop_reason or 'agent stopped'})"
-    return f"{len(found.diff.splitlines())} diff lines in {found.duration_ms / 1000:.1f}s"
+        return f"no submission ({found.stop_reason or 'agent stopped'}){proof}"
+    return f"{len(found.diff.splitlines())} diff lines in {found.duration_ms / 1000:.1f}s{proof}"
 
 
 def _deployment(event: Deployed) -> str:
@@ -166,6 +175,8 @@ def format_outcome(outcome: Outcome) -> str:
     headline = f"verdict: {outcome.verdict}"
     if outcome.smoke:
         headline += f" — smoke verdict at time scale {outcome.time_scale:g}"
+    if outcome.proof_run:
+        headline += " — proof run of an unverified profile (not banked)"
     lines = [headline + (f" (run {outcome.run_id})" if outcome.run_id else "")]
     if outcome.reason:
         lines.append(f"reason:  {outcome.reason}")
@@ -188,6 +199,8 @@ def format_summary(outcomes: Sequence[Outcome]) -> str:
     tally = ", ".join(f"{verdict} {count}" for verdict, count in sorted(counts.items()))
     rate = 100 * counts.get("passed", 0) / len(outcomes)
     text = f"{len(outcomes)} trials: {tally}; pass rate {rate:.0f}%"
+    if proofs := sum(outcome.proof_run for outcome in outcomes):
+        text += f"; {proofs} proof runs (unverified profile, not banked)"
     scores = [o.score.score for o in outcomes if o.score is not None]
     if scores:
         mean = sum(scores) / len(scores)
@@ -206,6 +219,7 @@ def outcome_json(outcome: Outcome) -> str:
         "record": outcome.record,
         "time_scale": outcome.time_scale,
         "smoke": outcome.smoke,
+        "proof_run": outcome.proof_run,
     }
     return json.dumps(payload)
 

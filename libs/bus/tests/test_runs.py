@@ -44,3 +44,21 @@ async def test_bad_key_names_the_key(bus: Bus) -> None:
     """Keys outside NATS's alphabet raise RunStoreError naming the key."""
     with pytest.raises(RunStoreError, match="bad key!"):
         await bus.runs.put("bad key!", b"x")
+
+
+async def test_keys_filter_by_subject_pattern_and_removed_keys_are_gone(bus: Bus) -> None:
+    """`*` lists only dot-free keys; a pattern narrows to one prefix; a removed key is gone."""
+    for key in ("run-0001", "run-0002", "route.abc", "oracle.samples.run-0001.0"):
+        await bus.runs.put(key, b"x")
+    await bus.runs.put("oracle.samples.run-0001.1", b"y")
+    assert await bus.runs.keys("*") == ["run-0001", "run-0002"]
+    assert await bus.runs.keys("oracle.samples.run-0001.*") == [
+        "oracle.samples.run-0001.0",
+        "oracle.samples.run-0001.1",
+    ]
+    assert await bus.runs.keys("nothing.*") == []
+    await bus.runs.remove("oracle.samples.run-0001.0")
+    assert await bus.runs.get("oracle.samples.run-0001.0") is None
+    assert await bus.runs.keys("oracle.samples.run-0001.*") == ["oracle.samples.run-0001.1"]
+    assert "oracle.samples.run-0001.0" not in await bus.runs.keys()
+    assert await bus.runs.claim("oracle.samples.run-0001.0", b"again"), "a removed key is free"

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 from sreforge_bus import (
+    HEADER_DEADLETTER_DURABLE,
     HEADER_DEADLETTER_ERROR,
     HEADER_DEADLETTER_NUM_DELIVERED,
+    HEADER_DEADLETTER_RUN_ID,
     HEADER_DEADLETTER_SUBJECT,
     STREAM,
     Bus,
@@ -19,6 +21,7 @@ from sreforge_bus import (
     Delivery,
     Worker,
     bootstrap,
+    run_of_subject,
 )
 from sreforge_bus.testing import Seen, consumer_settled, poll, read_stream
 from sreforge_contracts import Event
@@ -113,6 +116,7 @@ async def test_poison_message_is_dead_lettered_and_the_worker_keeps_going(
         assert message.headers[HEADER_DEADLETTER_SUBJECT] == subject
         assert message.headers[HEADER_DEADLETTER_NUM_DELIVERED] == "1"
         assert "unparsable" in message.headers[HEADER_DEADLETTER_ERROR]
+        assert HEADER_DEADLETTER_RUN_ID not in message.headers, "`r1` is not a run id"
     assert "surprise" in dead[1].headers[HEADER_DEADLETTER_ERROR]
     await poll(lambda: consumer_settled(bus, "svc"), "poison terminated, good event acked")
 
@@ -147,7 +151,8 @@ async def test_handler_failing_twice_is_retried_with_backoff_then_acked(
 async def test_exhausted_retries_are_dead_lettered(
     bus: Bus, make_ping: MakePing, start_worker: StartWorker
 ) -> None:
-    """After `max_deliver` failed attempts the message is dead-lettered with the error."""
+    """After `max_deliver` failed attempts the message is dead-lettered with the error,
+    the durable and the run its subject names."""
     spec = ConsumerSpec("svc", (PINGS,), max_deliver=2, backoff=(0.05,))
     await bootstrap(bus, [spec])
     seen: Seen[Any] = Seen()
@@ -158,11 +163,13 @@ async def test_exhausted_retries_are_dead_lettered(
             raise ValueError("always broken")
 
     start_worker(spec, handle)
-    await bus.publish(make_ping(1))
+    await bus.publish(make_ping(1, run_id="run-0001"))
     await bus.publish(make_ping(2))
     [dead] = await read_stream(bus, "sreforge.deadletter.svc", 1)
     assert dead.headers[HEADER_DEADLETTER_NUM_DELIVERED] == "2"
     assert "always broken" in dead.headers[HEADER_DEADLETTER_ERROR]
+    assert dead.headers[HEADER_DEADLETTER_DURABLE] == "svc"
+    assert dead.headers[HEADER_DEADLETTER_RUN_ID] == "run-0001"
     await poll(lambda: consumer_settled(bus, "svc"), "dead-lettered message terminated")
     assert sorted((e.n, d.num_delivered) for e, d, _ in seen.items) == [(1, 1), (1, 2), (2, 1)]
 
@@ -299,3 +306,21 @@ async def test_closing_the_bus_stops_workers_before_draining(
         assert await consumer_settled(checker, "svc"), "the in-flight message was not acked"
     finally:
         await checker.close()
+
+
+@pytest.mark.parametrize(
+    ("subject", "run_id"),
+    [
+        ("sreforge.run.20261129-080000-abc123.BriefReady", "20261129-080000-abc123"),
+        ("sreforge.run.run-0001.test.ping", "run-0001"),
+        ("sreforge.run.start", None),
+        ("sreforge.trigger.fired", None),
+        ("sreforge.run.r1.test.ping", None),
+        ("sreforge.run.Not_A_Run.BriefReady", None),
+    ],
+)
+def test_the_run_of_a_subject_is_named_only_for_run_events(
+    subject: str, run_id: str | None
+) -> None:
+    """Only `sreforge.run.<valid run id>.<Type>` names a run; commands and triggers do not."""
+    assert run_of_subject(subject) == run_id

@@ -144,6 +144,18 @@ def test_pruned_record_drops_payloads_and_references_the_full_one(record: RunRec
     )
 
 
+def test_a_proof_run_is_labelled_in_the_record_and_its_pruned_copy(record: RunRecord) -> None:
+    """An unverified profile's run says so in the record; older records read as not proof runs."""
+    data = record.model_dump(mode="json")
+    del data["proof_run"]
+    assert parse_run_record(json.dumps(data)).proof_run is False
+    proof = record.model_copy(update={"proof_run": True})
+    assert parse_run_record(proof.model_dump_json()).proof_run is True
+    assert proof.pruned().proof_run is True
+    assert not proof.is_bankable
+    assert record.is_bankable
+
+
 def test_canonical_json_sorts_keys_and_ends_in_newline(record: RunRecord) -> None:
     """The sha256 is taken over one stable text, whatever the field order in memory."""
     text = record.canonical_json()

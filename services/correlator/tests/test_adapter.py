@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
-from sreforge_bus import HEADER_MSG_ID, Bus, bootstrap
+from sreforge_bus import HEADER_MSG_ID, Bus
 from sreforge_bus.testing import consumer_settled, poll, read_stream
 from sreforge_contracts import (
+    Recorded,
     RunFailed,
     RunRejected,
     RunRequested,
     RunStart,
     RunStartReply,
-    RunState,
     RunTriggered,
     TriggerFired,
     parse_event,
@@ -25,39 +23,26 @@ from sreforge_contracts import (
 from sreforge_correlator import CorrelatorService, CorrelatorSettings, RunClock, RunLedger, fold
 from sreforge_correlator._settings import default_use_cases
 
-from .conftest import EXPECTED, RUN_ID, alert, fault_armed, requested, stack_ready
+from .conftest import (
+    EXPECTED,
+    RUN_ID,
+    SCENARIO,
+    alert,
+    fault_armed,
+    requested,
+    run_state,
+    stack_ready,
+    start_run,
+)
 
 pytestmark = pytest.mark.integration
 
-SCENARIO = "latency-cache-stampede"
-DURABLES = ("correlator-commands", "correlator-events", "correlator-triggers")
-
-
-@pytest.fixture
-async def correlator(bus: Bus) -> AsyncIterator[CorrelatorService]:
-    """The correlator service serving `bus`, sweeping every 50 ms."""
-    settings = CorrelatorSettings(use_cases=default_use_cases(), sweep_interval_seconds=0.05)
-    service = CorrelatorService(settings=settings)
-    await bootstrap(bus, [route.consumer for route in service.routes])
-    stop = asyncio.Event()
-    task = asyncio.create_task(service.run(bus, stop))
-    try:
-        yield service
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 10)
-
-
-async def _start(bus: Bus, **fields: object) -> RunStartReply:
-    body = {"scenario": SCENARIO, "agent": "reference", "time_scale": 0.1, **fields}
-    answer = await bus.command("sreforge.run.start", json.dumps(body).encode(), timeout=10)
-    return RunStartReply.model_validate_json(answer)
-
-
-async def _state(bus: Bus, run_id: str) -> RunState:
-    state = await RunLedger(bus.runs).load(run_id)
-    assert state is not None, f"no state for run {run_id}"
-    return state
+DURABLES = (
+    "correlator-commands",
+    "correlator-events",
+    "correlator-triggers",
+    "correlator-deadletters",
+)
 
 
 async def _settled(bus: Bus) -> None:
@@ -71,14 +56,14 @@ async def test_run_start_replies_with_the_run_id_and_announces_the_run(
     bus: Bus, correlator: CorrelatorService
 ) -> None:
     """Accepted: the reply has the run id; RunRequested (with its route) is on the bus and in KV."""
-    reply = await _start(bus)
+    reply = await start_run(bus)
     assert reply.accepted, reply.error
     assert reply.run_id is not None
     [message] = await read_stream(bus, f"sreforge.run.{reply.run_id}.RunRequested", 1)
     event = parse_event(message.data)
     assert isinstance(event, RunRequested)
     assert (event.scenario, event.agent, event.time_scale) == (SCENARIO, "reference", 0.1)
-    state = await _state(bus, reply.run_id)
+    state = await run_state(bus, reply.run_id)
     assert state.alert_route == event.alert_route
     assert state.expected_alert == EXPECTED
     assert await RunLedger(bus.runs).run_of_route(event.alert_route) == reply.run_id
@@ -96,7 +81,7 @@ async def test_an_invalid_run_start_is_refused_with_a_reason_and_recorded(
     bus: Bus, correlator: CorrelatorService, fields: dict[str, object], expected: str
 ) -> None:
     """Refused: the reply names the field, and RunRejected (a minted run id) is on the bus."""
-    reply = await _start(bus, **fields)
+    reply = await start_run(bus, **fields)
     assert not reply.accepted
     assert reply.error is not None
     assert expected in reply.error
@@ -112,14 +97,14 @@ async def test_a_client_run_id_already_taken_is_refused(
     bus: Bus, correlator: CorrelatorService
 ) -> None:
     """The second run.start with the same run_id is refused and the first run is untouched."""
-    first = await _start(bus, run_id="chosen-run-1")
+    first = await start_run(bus, run_id="chosen-run-1")
     assert first.accepted
-    second = await _start(bus, run_id="chosen-run-1", agent="noop")
+    second = await start_run(bus, run_id="chosen-run-1", agent="noop")
     assert not second.accepted
     assert second.error is not None
     assert "run_id: run 'chosen-run-1' already exists" in second.error
     assert second.run_id != "chosen-run-1"
-    assert (await _state(bus, "chosen-run-1")).agent == "reference"
+    assert (await run_state(bus, "chosen-run-1")).agent == "reference"
 
 
 async def test_a_plain_core_publish_of_run_start_creates_the_run(
@@ -146,9 +131,9 @@ async def test_a_redelivered_run_start_creates_one_run(bus: Bus) -> None:
 
 
 async def _run_with_route(bus: Bus, time_scale: float = 0.1) -> tuple[str, str]:
-    reply = await _start(bus, time_scale=time_scale)
+    reply = await start_run(bus, time_scale=time_scale)
     assert reply.run_id is not None
-    return reply.run_id, (await _state(bus, reply.run_id)).alert_route
+    return reply.run_id, (await run_state(bus, reply.run_id)).alert_route
 
 
 async def test_the_expected_alert_on_the_route_triggers_the_armed_run_once(
@@ -173,7 +158,7 @@ async def test_the_expected_alert_on_the_route_triggers_the_armed_run_once(
     assert triggered.alert_fired_at == now
     assert triggered.trigger.received_at == fired.occurred_at, "when the page reached the engine"
     assert [s.alert_name for s in triggered.trigger.signals] == [EXPECTED, "BookshelfUpstreamSlow"]
-    state = await _state(bus, run_id)
+    state = await run_state(bus, run_id)
     assert state.phase == "triggered"
     assert [change.phase for change in state.history].count("triggered") == 1
     info = await bus.js.stream_info(
@@ -190,7 +175,7 @@ async def test_a_trigger_on_an_unknown_route_is_ignored(
     await bus.publish(TriggerFired(trigger=alert(route="f" * 32), producer="t"))
     await bus.publish(TriggerFired(trigger=alert(route=None), producer="t"))
     await _settled(bus)
-    assert (await _state(bus, run_id)).phase == "requested"
+    assert (await run_state(bus, run_id)).phase == "requested"
 
 
 async def test_confirm_fire_deadline_aborts_an_armed_run(
@@ -204,13 +189,13 @@ async def test_confirm_fire_deadline_aborts_an_armed_run(
     assert isinstance(failed, RunFailed)
     assert (failed.stage, failed.verdict) == ("confirm-fire", "aborted")
     assert EXPECTED in failed.reason
-    state = await _state(bus, run_id)
+    state = await run_state(bus, run_id)
     assert state.confirm_fire_deadline is not None
     assert state.armed_at is not None
     assert state.confirm_fire_deadline - state.armed_at == timedelta(seconds=0.24)
 
     async def failed_state() -> bool:
-        return (await _state(bus, run_id)).phase == "failed"
+        return (await run_state(bus, run_id)).phase == "failed"
 
     await poll(failed_state, "the run to be failed in KV")
 
@@ -222,7 +207,7 @@ async def test_concurrent_transitions_of_one_run_all_land(bus: Bus) -> None:
     clock = RunClock(confirm_fire_seconds=24, agent_budget_seconds=60, correlation_window_seconds=6)
     steps = [stack_ready(), fault_armed()] * 5
     await asyncio.gather(*(ledger.change(RUN_ID, lambda s, e=e: fold(s, e, clock)) for e in steps))
-    state = await _state(bus, RUN_ID)
+    state = await run_state(bus, RUN_ID)
     assert state.phase == "armed"
     assert state.stack is not None
     assert state.armed_at is not None
@@ -254,3 +239,41 @@ async def test_a_body_that_is_not_json_still_gets_an_answer(
     assert not reply.accepted
     assert reply.error is not None
     assert "malformed JSON" in reply.error
+
+
+async def test_a_recorded_run_forgets_its_scratch_keys_and_keeps_its_guards(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """After Recorded: route, runner claim and oracle scratch are gone; the run state and
+    the keys that guard against late redeliveries stay; other runs are untouched."""
+    run_id, route = await _run_with_route(bus)
+    scratch = [
+        f"runner.{run_id}",
+        f"oracle.handoff.{run_id}",
+        f"oracle.samples.{run_id}.0",
+        f"oracle.samples.{run_id}.1",
+    ]
+    guards = [f"recorded.{run_id}", f"oracle.scored.{run_id}", f"deployer.cleanup.{run_id}"]
+    others = ["oracle.samples.other-run-1.0", "runner.other-run-1"]
+    for key in (*scratch, *guards, *others):
+        await bus.runs.put(key, b"x")
+    recorded = Recorded(
+        run_id=run_id, producer="recorder", path="/r/record.json", sha256="a" * 64, verdict="error"
+    )
+    await bus.publish(recorded)
+
+    async def forgotten() -> bool:
+        return await bus.runs.get(f"route.{route}") is None
+
+    await poll(forgotten, "the recorded run's route to be removed")
+    await _settled(bus)
+    assert (await run_state(bus, run_id)).phase == "recorded"
+    for key in scratch:
+        assert await bus.runs.get(key) is None, key
+    for key in (*guards, *others):
+        assert await bus.runs.get(key) is not None, key
+    headers = {HEADER_MSG_ID: "recorded-again"}
+    await bus.publish_raw(recorded.subject, recorded.model_dump_json().encode(), headers)
+    await _settled(bus)
+    assert await RunLedger(bus.runs).forget(await run_state(bus, run_id)) == []
+    assert await RunLedger(bus.runs).run_ids() == [run_id]

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pytest
 from sreforge_contracts import (
-    BriefReady,
     CiResult,
     Deployed,
     Event,
     OracleScore,
     Recorded,
-    RunContract,
     RunFailed,
     RunState,
     RunTriggered,
@@ -20,34 +18,17 @@ from sreforge_contracts import (
 )
 from sreforge_correlator import announcements, fold, on_fired, on_resolved, overdue
 
-from .conftest import CLOCK, EXPECTED, RUN_ID, alert, at, fault_armed, requested, stack_ready
-
-
-def _brief(seconds: float) -> BriefReady:
-    contract = RunContract.model_validate(
-        {
-            "agent_context": {
-                "services": {"api": "http://127.0.0.1:1"},
-                "run_workspace": {"path": "/tmp/w", "service": "bookshelf-api"},
-                "submit_command": "submit",
-            },
-            "scenario": {
-                "id": "latency-cache-stampede",
-                "profile": "incident",
-                "run_id": RUN_ID,
-                "expected_alert": EXPECTED,
-                "alert_fired_at": at(10).isoformat(),
-            },
-            "eval_only": {
-                "alert_to_clear": EXPECTED,
-                "max_clear_time_seconds": 60,
-                "sustained_clear_seconds": 36,
-            },
-        }
-    )
-    return BriefReady(
-        run_id=RUN_ID, producer="context", occurred_at=at(seconds), page="# Page", contract=contract
-    )
+from .conftest import (
+    CLOCK,
+    EXPECTED,
+    RUN_ID,
+    alert,
+    at,
+    brief_ready,
+    fault_armed,
+    requested,
+    stack_ready,
+)
 
 
 def _submitted(seconds: float) -> Submitted:
@@ -125,7 +106,7 @@ def _through(*events: Event) -> RunState:
     [
         ([stack_ready()], "stack_ready", {"stack": "bookshelf-flask"}),
         ([stack_ready(), fault_armed()], "armed", {"armed_at": at(2)}),
-        ([_brief(12)], "briefed", {"agent_deadline": at(612)}),
+        ([brief_ready(12)], "briefed", {"agent_deadline": at(612)}),
         ([_submitted(20)], "submitted", {}),
         ([_submitted(20), _ci(25)], "ci_done", {}),
         ([_ci(25), _deployed(30)], "deployed", {"deployed_at": at(30)}),
@@ -155,7 +136,7 @@ def test_fault_armed_sets_the_scaled_confirm_fire_deadline() -> None:
 
 @pytest.mark.parametrize(
     "event",
-    [stack_ready(), fault_armed(), _brief(12), _submitted(20), _deployed(30), _scored(90)],
+    [stack_ready(), fault_armed(), brief_ready(12), _submitted(20), _deployed(30), _scored(90)],
 )
 def test_a_redelivered_event_changes_nothing(event: Event) -> None:
     """Folding the same event twice returns the very same state: nothing is written."""
@@ -176,7 +157,7 @@ def test_events_folded_out_of_order_reach_the_same_state() -> None:
 def test_a_terminal_run_takes_no_transition_but_its_record(terminal: Event) -> None:
     """After Scored or RunFailed, only Recorded moves the run; then nothing does."""
     ended = _through(terminal)
-    for late in (stack_ready(), fault_armed(), _brief(100), _deployed(100), _failed(100, "x")):
+    for late in (stack_ready(), fault_armed(), brief_ready(100), _deployed(100), _failed(100, "x")):
         assert fold(ended, late, CLOCK) is ended
     assert on_fired(ended, alert(), CLOCK, at(100)) is ended
     recorded = fold(ended, _recorded(120), CLOCK)
@@ -237,12 +218,12 @@ def test_a_resolved_alert_before_arming_is_forgotten() -> None:
     assert fold(resolved, fault_armed(), CLOCK).phase == "armed"
 
 
-def test_a_signal_within_the_window_after_the_trigger_is_kept_until_the_brief() -> None:
+def test_a_signal_within_the_window_after_the_trigger_is_kept_until_thebrief_ready() -> None:
     """Co-firing just after the trigger joins handoff_alerts; after the brief nothing does."""
     state = _triggered()
     late = on_fired(state, alert("BookshelfDbSlow", seconds=14), CLOCK, at(14))
     assert [s.alert_name for s in late.handoff_alerts] == [EXPECTED, "BookshelfDbSlow"]
-    briefed = fold(late, _brief(15), CLOCK)
+    briefed = fold(late, brief_ready(15), CLOCK)
     assert on_fired(briefed, alert("Other", seconds=16), CLOCK, at(16)) is briefed
 
 

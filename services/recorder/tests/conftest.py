@@ -132,8 +132,14 @@ class RunStory:
             contract=contract,
         )
 
-    def submitted(self, *, transcript_ref: str | None = None, rca: str | None = None) -> Submitted:
-        """t=92: the agent submitted a diff."""
+    def submitted(
+        self,
+        *,
+        transcript_ref: str | None = None,
+        rca: str | None = None,
+        proof_run: bool = False,
+    ) -> Submitted:
+        """t=92: the agent submitted a diff (as a labelled proof run when `proof_run`)."""
         submission = Submission(
             agent_name="reference",
             diff=DIFF,
@@ -141,6 +147,7 @@ class RunStory:
             rca=rca,
             transcript_ref=transcript_ref,
             duration_ms=59_500,
+            evidence={"profile": "reference", "proof_run": proof_run},
         )
         return Submitted(
             run_id=self.run_id, producer="runner", occurred_at=self.at(92), submission=submission
@@ -231,7 +238,7 @@ class RunStory:
             run_id=self.run_id, producer="deployer", occurred_at=self.at(190), verified=True
         )
 
-    def happy(self, *, transcript_ref: str | None = None) -> list[Event]:
+    def happy(self, *, transcript_ref: str | None = None, proof_run: bool = False) -> list[Event]:
         """A whole passing run, RunRequested through Scored."""
         return [
             self.requested(),
@@ -239,7 +246,9 @@ class RunStory:
             self.fault_armed(),
             self.triggered(),
             self.brief(),
-            self.submitted(transcript_ref=transcript_ref, rca="cache TTL was 0"),
+            self.submitted(
+                transcript_ref=transcript_ref, rca="cache TTL was 0", proof_run=proof_run
+            ),
             self.ci(),
             self.deployed(),
             self.scored(),

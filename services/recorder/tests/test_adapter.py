@@ -84,6 +84,29 @@ async def test_a_run_ends_in_one_record_and_one_recorded_event(
     assert exists(Path(banking["pruned_path"]))
 
 
+async def test_a_proof_run_is_recorded_labelled_and_not_banked(
+    bus: Bus, story: Any, settings: Any, start_recorder: Any
+) -> None:
+    """The record says proof run; Recorded and banking.json carry the refusal."""
+    transcript = settings.runs_dir.parent / "agent-transcript.json"
+    transcript.write_text(story.transcript().model_dump_json())
+    await start_recorder(settings)
+    await publish_all(bus, story.happy(transcript_ref=str(transcript), proof_run=True))
+    run_dir = settings.runs_dir / story.run_id
+    await settle(bus, run_dir / "record.json")
+    record = parse_run_record((run_dir / "record.json").read_text())
+    assert (record.verdict, record.proof_run) == ("passed", True)
+    banking = json.loads((run_dir / "banking.json").read_text())
+    assert banking["banked"] is False
+    assert "proof run of an unverified profile" in banking["refusal"]
+    recorded_entry = await bus.runs.get(f"recorded.{story.run_id}")
+    assert recorded_entry is not None
+    recorded = Recorded.model_validate_json(recorded_entry.value)
+    assert recorded.banked is False
+    assert recorded.bank_refusal == banking["refusal"]
+    assert list(settings.records_root.rglob("*.json")) == []
+
+
 async def test_duplicated_and_repeated_events_still_give_one_record(
     bus: Bus, story: Any, settings: Any, start_recorder: Any
 ) -> None:

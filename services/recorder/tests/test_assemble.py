@@ -196,3 +196,9 @@ def test_the_agent_transcript_is_carried_whole(story: Any) -> None:
     record = assemble(story, story.happy(), agent_transcript=transcript)
     assert record.agent_transcript == transcript
     assert submission_of(story.logged(story.happy())) is not None
+
+
+def test_a_proof_run_is_labelled_in_the_record(story: Any) -> None:
+    """The gateway's proof_run evidence becomes the record's label; other runs are unlabelled."""
+    assert assemble(story, story.happy(proof_run=True)).proof_run is True
+    assert assemble(story, story.happy()).proof_run is False

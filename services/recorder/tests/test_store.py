@@ -170,6 +170,25 @@ def test_banking_refuses_a_verdict_without_a_labelled_transcript(
     assert allowed.store_path.exists()
 
 
+@pytest.mark.parametrize("allow_unlabelled", [False, True])
+def test_banking_refuses_a_proof_run_whatever_its_label(
+    story: Any, settings: Any, schema: RecordSchema, allow_unlabelled: bool
+) -> None:
+    """An unverified profile's run is never banked, even labelled or with the override."""
+    events = story.happy(proof_run=True)
+    record = assemble_record(
+        story.logged(events), recorded_at=story.at(187), agent_transcript=story.transcript()
+    )
+    bank = RecordBank(settings.store_dir, settings.records_root)
+    refused = bank.bank(record, schema, allow_unlabelled=allow_unlabelled)
+    assert refused.banked is False
+    assert refused.refusal is not None
+    assert "proof run of an unverified profile" in refused.refusal
+    assert "`sreforge agents check reference`" in refused.refusal
+    assert not settings.store_dir.exists()
+    assert list(settings.records_root.rglob("*.json")) == []
+
+
 def test_an_aborted_run_is_banked_without_a_transcript(
     story: Any, settings: Any, schema: RecordSchema
 ) -> None:

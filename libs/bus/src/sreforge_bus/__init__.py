@@ -18,8 +18,10 @@ from sreforge_bus._errors import (
 from sreforge_bus._follow import RawMessage, follow
 from sreforge_bus._names import (
     DEADLETTER_PREFIX,
+    HEADER_DEADLETTER_DURABLE,
     HEADER_DEADLETTER_ERROR,
     HEADER_DEADLETTER_NUM_DELIVERED,
+    HEADER_DEADLETTER_RUN_ID,
     HEADER_DEADLETTER_SUBJECT,
     HEADER_MSG_ID,
     HEADER_REPLY_TO,
@@ -30,12 +32,14 @@ from sreforge_bus._names import (
 )
 from sreforge_bus._runs import Entry, RunStore
 from sreforge_bus._service import Context, Route, Service, log_only
-from sreforge_bus._worker import Delivery, Worker
+from sreforge_bus._worker import Delivery, Worker, run_of_subject
 
 __all__ = [
     "DEADLETTER_PREFIX",
+    "HEADER_DEADLETTER_DURABLE",
     "HEADER_DEADLETTER_ERROR",
     "HEADER_DEADLETTER_NUM_DELIVERED",
+    "HEADER_DEADLETTER_RUN_ID",
     "HEADER_DEADLETTER_SUBJECT",
     "HEADER_MSG_ID",
     "HEADER_REPLY_TO",
@@ -66,4 +70,5 @@ __all__ = [
     "deadletter_subject",
     "follow",
     "log_only",
+    "run_of_subject",
 ]

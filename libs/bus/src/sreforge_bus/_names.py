@@ -8,6 +8,7 @@ __all__ = [
     "HEADER_DEADLETTER_DURABLE",
     "HEADER_DEADLETTER_ERROR",
     "HEADER_DEADLETTER_NUM_DELIVERED",
+    "HEADER_DEADLETTER_RUN_ID",
     "HEADER_DEADLETTER_SEQ",
     "HEADER_DEADLETTER_SUBJECT",
     "HEADER_MSG_ID",
@@ -31,6 +32,8 @@ HEADER_DEADLETTER_ERROR = "Sreforge-Error"
 HEADER_DEADLETTER_NUM_DELIVERED = "Sreforge-Num-Delivered"
 HEADER_DEADLETTER_SEQ = "Sreforge-Stream-Seq"
 HEADER_DEADLETTER_DURABLE = "Sreforge-Durable"
+HEADER_DEADLETTER_RUN_ID = "Sreforge-Run-Id"
+"""The run the dead-lettered message belongs to, when its subject names one."""
 
 
 def deadletter_subject(durable: str) -> str:

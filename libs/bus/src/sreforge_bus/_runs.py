@@ -89,12 +89,31 @@ class RunStore:
         except (nats.errors.Error, TimeoutError) as err:
             raise RunStoreError(f"put of run store key {key!r} failed: {err!r}") from err
 
-    async def keys(self) -> list[str]:
-        """Return every live key in the bucket (empty list when there are none)."""
+    async def keys(self, pattern: str = ">") -> list[str]:
+        """Return the live keys matching `pattern`, sorted (empty list when there are none).
+
+        `pattern` is a subject filter the server applies: `*` matches one dot-free
+        token, `>` the rest (`"*"`: keys without a dot; `"oracle.samples.r1.*"`).
+        """
         kv = await self._store()
         try:
-            return sorted(await kv.keys())
-        except nats.js.errors.NoKeysError:
-            return []
+            watcher = await kv.watch(pattern, meta_only=True, ignore_deletes=True)
+            try:
+                found = []
+                async for entry in watcher:
+                    if entry is None:  # the end of what is stored now
+                        break
+                    found.append(entry.key)
+            finally:
+                await watcher.stop()  # type: ignore[no-untyped-call]  # nats-py leaves it untyped
         except (nats.errors.Error, TimeoutError) as err:
-            raise RunStoreError(f"listing run store keys failed: {err!r}") from err
+            raise RunStoreError(f"listing run store keys {pattern!r} failed: {err!r}") from err
+        return sorted(found)
+
+    async def remove(self, key: str) -> None:
+        """Remove `key` and its history (a purge: one small marker stays until it ages out)."""
+        kv = await self._store()
+        try:
+            await kv.purge(key)
+        except (nats.errors.Error, TimeoutError) as err:
+            raise RunStoreError(f"removal of run store key {key!r} failed: {err!r}") from err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ import nats.errors
 import nats.js.errors
 import structlog
 from nats.aio.msg import Msg
+from sreforge_contracts import RUN_ID_PATTERN
 
 from sreforge_bus._bootstrap import ConsumerSpec
 from sreforge_bus._connection import Bus
@@ -22,6 +24,7 @@ from sreforge_bus._names import (
     HEADER_DEADLETTER_DURABLE,
     HEADER_DEADLETTER_ERROR,
     HEADER_DEADLETTER_NUM_DELIVERED,
+    HEADER_DEADLETTER_RUN_ID,
     HEADER_DEADLETTER_SEQ,
     HEADER_DEADLETTER_SUBJECT,
     HEADER_MSG_ID,
@@ -30,12 +33,13 @@ from sreforge_bus._names import (
 )
 from sreforge_bus._pull import PullFeed
 
-__all__ = ["Delivery", "Handler", "Worker"]
+__all__ = ["Delivery", "Handler", "Worker", "run_of_subject"]
 
 T = TypeVar("T")
 log = structlog.get_logger("sreforge.bus.worker")
 
 _MAX_ERROR_CHARS = 400
+_RUN_ID = re.compile(RUN_ID_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +267,7 @@ class Worker(Generic[T]):
 
     def _deadletter_headers(self, delivery: Delivery, reason: str) -> dict[str, str]:
         one_line = " ".join(reason.split())[:_MAX_ERROR_CHARS]
-        return {
+        headers = {
             HEADER_MSG_ID: f"deadletter:{self._spec.durable}:{delivery.stream_seq}",
             HEADER_DEADLETTER_SUBJECT: delivery.subject,
             HEADER_DEADLETTER_ERROR: one_line,
@@ -271,3 +275,15 @@ class Worker(Generic[T]):
             HEADER_DEADLETTER_SEQ: str(delivery.stream_seq),
             HEADER_DEADLETTER_DURABLE: self._spec.durable,
         }
+        run_id = run_of_subject(delivery.subject)
+        if run_id is not None:
+            headers[HEADER_DEADLETTER_RUN_ID] = run_id
+        return headers
+
+
+def run_of_subject(subject: str) -> str | None:
+    """The run id a run-scoped subject (`sreforge.run.<run_id>.<Type>`) names, else None."""
+    parts = subject.split(".")
+    if len(parts) < 4 or parts[:2] != ["sreforge", "run"] or not _RUN_ID.fullmatch(parts[2]):
+        return None
+    return parts[2]

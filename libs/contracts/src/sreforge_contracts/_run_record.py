@@ -110,7 +110,7 @@ class RunRecord(Contract):
     `ci` / `deploy` are null when the run did not get that far. Optional:
     `agent_transcript` (header, or full with raw payload), `full_record_sha256`
     (set on pruned records), and SREForge's `time_scale`, `sli_series`,
-    `abort_reason`, `engine_version`.
+    `abort_reason`, `engine_version`, `proof_run`.
     """
 
     model_config = ConfigDict(
@@ -138,6 +138,8 @@ class RunRecord(Contract):
     sli_series: list[SliSample] | None = None
     abort_reason: str | None = None
     engine_version: str | None = None
+    proof_run: bool = False
+    """True when the agent's profile was unverified: a labelled proof run, never banked."""
 
     @model_validator(mode="before")
     @classmethod
@@ -151,8 +153,8 @@ class RunRecord(Contract):
 
     @property
     def is_bankable(self) -> bool:
-        """Whether banking accepts it: a labelled agent_transcript header is present."""
-        return self.agent_transcript is not None
+        """Whether banking accepts it: a labelled agent_transcript header, not a proof run."""
+        return self.agent_transcript is not None and not self.proof_run
 
     def canonical_json(self) -> str:
         """Keys sorted recursively, 2-space indent, trailing newline."""

@@ -1,5 +1,5 @@
 """The SREForge correlator: owns run state in KV, accepts `run.start`, joins triggers to
-runs and enforces the confirm-fire deadline.
+runs, enforces the confirm-fire deadline and fails runs whose work was dead-lettered.
 
 `SERVICE` is its place on the bus; `fold`, `on_fired`, `on_resolved`, `overdue` and
 `decide_start` are the pure state machine; `Correlator` binds them to a `RunLedger`.
@@ -7,12 +7,14 @@ runs and enforces the confirm-fire deadline.
 
 from sreforge_correlator._adapter import (
     COMMANDS_CONSUMER,
+    DEADLETTERS_CONSUMER,
     EVENTS_CONSUMER,
     SERVICE,
     TRIGGERS_CONSUMER,
     CorrelatorService,
 )
 from sreforge_correlator._catalog import ScenarioCatalog
+from sreforge_correlator._deadletter import DeadLetter, dead_letter_failure
 from sreforge_correlator._errors import CorrelatorError, RunStateError, StartRejected
 from sreforge_correlator._handlers import Correlator, StartOutcome
 from sreforge_correlator._ledger import Change, RunLedger
@@ -32,6 +34,7 @@ __all__ = [
     "BUILTIN_AGENTS",
     "COMMANDS_CONSUMER",
     "CONFIRM_FIRE_STAGE",
+    "DEADLETTERS_CONSUMER",
     "EVENTS_CONSUMER",
     "SERVICE",
     "TRIGGERS_CONSUMER",
@@ -41,6 +44,7 @@ __all__ = [
     "CorrelatorError",
     "CorrelatorService",
     "CorrelatorSettings",
+    "DeadLetter",
     "Rejected",
     "RunClock",
     "RunLedger",
@@ -50,6 +54,7 @@ __all__ = [
     "StartPlan",
     "StartRejected",
     "announcements",
+    "dead_letter_failure",
     "decide_start",
     "fold",
     "new_plan",

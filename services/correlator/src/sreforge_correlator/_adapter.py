@@ -1,4 +1,4 @@
-"""The correlator on the bus: three durable consumers and a deadline sweep.
+"""The correlator on the bus: four durable consumers and a deadline sweep.
 
 - `correlator-commands` (`sreforge.run.start`): validate, create the run, publish
   RunRequested or RunRejected, reply to the sender.
@@ -6,6 +6,8 @@
   FaultArmed may publish RunTriggered (its alert was handled first).
 - `correlator-triggers` (`sreforge.trigger.>`): join the signal to its run by route;
   the expected alert of an armed run publishes RunTriggered.
+- `correlator-deadletters` (`sreforge.deadletter.>`): a service gave up on a run's
+  message; fail that run now (RunFailed{stage=<durable>, verdict=error}).
 
 The sweep (every `sweep_interval_seconds`) fails armed runs past their confirm-fire
 deadline and re-publishes a recent transition's event once per process, so a
@@ -22,7 +24,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import structlog
-from sreforge_bus import Bus, BusError, ConsumerSpec, Context, Delivery, Route, Service
+from sreforge_bus import (
+    DEADLETTER_PREFIX,
+    Bus,
+    BusError,
+    ConsumerSpec,
+    Context,
+    Delivery,
+    Route,
+    Service,
+)
 from sreforge_contracts import (
     RUN_EVENTS_SUBJECTS,
     RUN_START_SUBJECT,
@@ -36,6 +47,7 @@ from sreforge_contracts import (
 )
 
 from sreforge_correlator._catalog import ScenarioCatalog
+from sreforge_correlator._deadletter import DeadLetter
 from sreforge_correlator._errors import CorrelatorError
 from sreforge_correlator._handlers import Correlator
 from sreforge_correlator._ledger import RunLedger
@@ -43,6 +55,7 @@ from sreforge_correlator._settings import CorrelatorSettings
 
 __all__ = [
     "COMMANDS_CONSUMER",
+    "DEADLETTERS_CONSUMER",
     "EVENTS_CONSUMER",
     "SERVICE",
     "TRIGGERS_CONSUMER",
@@ -54,6 +67,7 @@ log = structlog.get_logger("sreforge.correlator")
 COMMANDS_CONSUMER = ConsumerSpec("correlator-commands", (RUN_START_SUBJECT,))
 EVENTS_CONSUMER = ConsumerSpec("correlator-events", RUN_EVENTS_SUBJECTS)
 TRIGGERS_CONSUMER = ConsumerSpec("correlator-triggers", ("sreforge.trigger.>",))
+DEADLETTERS_CONSUMER = ConsumerSpec("correlator-deadletters", (f"{DEADLETTER_PREFIX}>",))
 
 
 def _body(data: bytes) -> bytes:
@@ -103,6 +117,7 @@ class CorrelatorService(Service):
             Route(COMMANDS_CONSUMER, self._on_start, _body),
             Route(EVENTS_CONSUMER, self._on_event, parse_event),
             Route(TRIGGERS_CONSUMER, self._on_trigger, _parse_trigger),
+            Route(DEADLETTERS_CONSUMER, self._on_dead_letter, _body),
         )
         object.__setattr__(self, "routes", routes)
 
@@ -122,7 +137,7 @@ class CorrelatorService(Service):
         return Correlator(RunLedger(bus.runs), catalog, settings, self._finished)
 
     async def run(self, bus: Bus, stop: asyncio.Event) -> None:
-        """Serve the three consumers and sweep deadlines until `stop` is set."""
+        """Serve the four consumers and sweep deadlines until `stop` is set."""
         sweeper = asyncio.create_task(self._sweep(bus, stop), name="correlator-sweep")
         try:
             await super().run(bus, stop)
@@ -150,6 +165,17 @@ class CorrelatorService(Service):
         self, event: TriggerFired | TriggerResolved, context: Context
     ) -> Sequence[Event]:
         return self._publishing(await self.correlator(context.bus).trigger(event, utcnow()))
+
+    async def _on_dead_letter(self, body: bytes, context: Context) -> Sequence[Event]:
+        delivery = context.delivery
+        letter = DeadLetter.read(body, delivery.headers, delivery.subject)
+        events = await self.correlator(context.bus).dead_letter(letter, utcnow())
+        facts = {"durable": letter.durable, "subject": letter.subject, "error": letter.error}
+        if events:
+            context.log.error("deadletter.run_failed", run_id=events[0].run_id, **facts)
+        else:
+            context.log.warning("deadletter.no_live_run", run_id=letter.run_id, **facts)
+        return self._publishing(events)
 
     def _publishing(self, events: list[Event]) -> list[Event]:
         self._announced.mark(events, utcnow())

@@ -30,6 +30,7 @@ from sreforge_contracts import (
 )
 
 from sreforge_correlator._catalog import ScenarioCatalog
+from sreforge_correlator._deadletter import DeadLetter, dead_letter_failure, failed_by
 from sreforge_correlator._errors import RunStateError, StartRejected
 from sreforge_correlator._ledger import RunLedger
 from sreforge_correlator._machine import (
@@ -117,6 +118,8 @@ class Correlator:
             return []  # not a run of ours (a rejected start has no state)
         clock = self._clock(state)
         change = await self._ledger.change(event.run_id, lambda s: fold(s, event, clock))
+        if change is not None and isinstance(event, Recorded) and change.after.phase == "recorded":
+            await self._ledger.forget(change.after)  # also on a redelivery: a crash may have cut it
         if change is None or not isinstance(event, FaultArmed):
             return []
         return announcements(change.after) if change.after.phase == "triggered" else []
@@ -140,6 +143,28 @@ class Correlator:
             return []
         is_ours = after.trigger.primary() == trigger.primary()  # not a co-firing signal
         return announcements(after) if is_ours else []
+
+    async def dead_letter(self, letter: DeadLetter, now: datetime) -> list[Event]:
+        """Fail the run a dead-lettered message belonged to, with verdict error.
+
+        Nothing when the dead letter names no known run (a malformed message, an
+        unknown route) or the run already ended for another reason. The run is
+        moved to `failed` by CAS before the RunFailed is returned, so a racing
+        verdict cannot also end it; a redelivery after a crash in between finds
+        this very failure in the state and returns the same RunFailed again.
+        """
+        run_id = letter.run_id
+        if run_id is None and letter.route is not None:
+            run_id = await self._ledger.run_of_route(letter.route)
+        state = await self._ledger.load(run_id) if run_id else None
+        if run_id is None or state is None:
+            return []
+        failed = dead_letter_failure(letter, run_id, now)
+        clock = self._clock(state)
+        change = await self._ledger.change(run_id, lambda s: fold(s, failed, clock))
+        if change is None or not (change.changed or failed_by(change.before, failed)):
+            return []
+        return [failed]
 
     async def sweep(self, now: datetime) -> list[Event]:
         """Fail armed runs past their confirm-fire deadline; re-announce recent transitions."""

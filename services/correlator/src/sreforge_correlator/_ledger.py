@@ -2,6 +2,7 @@
 
 Keys: `<run_id>` → RunState JSON (the correlator alone writes it, by compare-and-swap),
 `route.<alert_route>` → run id, `start.<message>` → the StartPlan of one `run.start`.
+Once a run is recorded, `forget` removes its scratch keys (see `scratch_keys`).
 """
 
 from __future__ import annotations
@@ -92,8 +93,42 @@ class RunLedger:
         return None if entry is None else entry.value.decode()
 
     async def run_ids(self) -> list[str]:
-        """Every run id with state (other keys in the bucket are skipped)."""
-        return [key for key in await self._store.keys() if _RUN_KEY.fullmatch(key)]
+        """Every run id with state: the server lists only dot-free keys (no run id has a dot),
+        so the services' many dotted keys cost this listing nothing."""
+        return [key for key in await self._store.keys("*") if _RUN_KEY.fullmatch(key)]
+
+    async def forget(self, state: RunState) -> list[str]:
+        """Remove the scratch keys of a recorded run; return those that were there.
+
+        Idempotent, and writes nothing for a key already gone (a purge of an absent
+        key would still leave a marker). The route is removed only while it names
+        this run.
+        """
+        removed = []
+        for key in await self.scratch_keys(state):
+            entry = await self._store.get(key)
+            if entry is None:
+                continue
+            if key.startswith("route.") and entry.value.decode() != state.run_id:
+                continue
+            await self._store.remove(key)
+            removed.append(key)
+        return removed
+
+    async def scratch_keys(self, state: RunState) -> list[str]:
+        """The run's keys that nothing reads once it is recorded.
+
+        `route.<route>` (a terminal run ignores its triggers), `runner.<run>` (the runner
+        skips a terminal run before its claim), `oracle.handoff.<run>` and
+        `oracle.samples.<run>.<n>` (only a grading in progress resumes from them; the
+        oracle's one outcome, `oracle.scored.<run>`, is kept). Kept on purpose: the run
+        state, `recorded.<run>`, `oracle.scored.<run>` and `deployer.*.<run>` guard
+        against a late redelivery (the deployer cleans up after the record), and
+        `start.<message>` is keyed by message, not by run.
+        """
+        run = state.run_id
+        samples = await self._store.keys(f"oracle.samples.{run}.*")
+        return [f"route.{state.alert_route}", f"runner.{run}", f"oracle.handoff.{run}", *samples]
 
 
 def _parse(run_id: str, value: bytes) -> RunState:

@@ -120,6 +120,7 @@ def assemble_record(
         sli_series=list(scored.sli_series) if scored else None,
         abort_reason=abort_reason,
         engine_version=engine_version,
+        proof_run=_proof_run(found),
     )
 
 
@@ -201,6 +202,12 @@ def _trajectory(events: Sequence[Event], transcript: str) -> Trajectory:
 def _diff(events: Sequence[Event]) -> str:
     submitted = _first(events, Submitted)
     return submitted.submission.diff if submitted else ""
+
+
+def _proof_run(events: Sequence[Event]) -> bool:
+    """Whether the gateway ran the agent as a labelled proof run (an unverified profile)."""
+    submitted = _first(events, Submitted)
+    return submitted is not None and submitted.submission.evidence.get("proof_run") is True
 
 
 def _zero_score() -> OracleScore:

@@ -35,10 +35,18 @@ class Banking:
 def bank_refusal(record: RunRecord, *, allow_unlabelled: bool) -> str | None:
     """Why `record` may not be banked, or None when it may.
 
-    A verdict whose measurement conditions are unknown is not quotable: a
-    verdict-bearing record needs an `agent_transcript` header with a known
-    confinement, unless the operator deliberately allows unlabelled records.
+    A proof run (its agent profile was unverified) is never banked, whatever
+    its verdict: the profile has not shown it works here. A verdict whose
+    measurement conditions are unknown is not quotable either: a verdict-bearing
+    record needs an `agent_transcript` header with a known confinement, unless
+    the operator deliberately allows unlabelled records.
     """
+    if record.proof_run:
+        agent = record.trajectory.agent_name
+        return (
+            f"run {record.run_id}: proof run of an unverified profile {agent!r}; not banked "
+            f"(run `sreforge agents check {agent}` to verify the profile)"
+        )
     if record.verdict not in VERDICT_BEARING or allow_unlabelled:
         return None
     if record.agent_transcript is None:

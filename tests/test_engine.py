@@ -17,6 +17,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 _DEADLINE = 30.0
+_STOP_DEADLINE = 90.0
 
 
 def _wait_for(predicate: object, what: str, timeout: float = _DEADLINE) -> None:
@@ -47,7 +48,9 @@ def engine(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path, str]]:
         yield env, log_path, json.loads(engine_file.read_text())["nats_url"]
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0, log_path.read_text()
+        # A graceful stop lets in-flight handlers finish: a stack still booting for the run
+        # the test started is brought up and then torn down (~20 s on a loaded 2-core box).
+        assert proc.wait(timeout=_STOP_DEADLINE) == 0, log_path.read_text()
         assert not engine_file.exists(), "a stopped engine must stop advertising itself"
 
 

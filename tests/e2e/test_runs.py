@@ -6,6 +6,10 @@ a run that needs a doctored scenario gets its own copy of `use-cases/`. The
 selected runs are started up front and run `SREFORGE_E2E_PARALLEL` at a time
 (default 2: the machine has 2 cores); each test waits for its own run and checks
 its verdict, its one schema-valid record and that nothing of it remains.
+
+`cli-agent` is the README's "Plug in your agent" walk-through: the README's own
+profile, pointed at a scripted fake CLI agent, in its own catalog; `agents check`,
+then a whole run in bubblewrap, with canaries the agent must not reach.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -39,6 +45,10 @@ SCENARIO = "latency-cache-stampede"
 TIME_SCALE = "0.1"
 RUN_LIMIT_S = 280.0
 SCENARIO_PARTS = ("*", "scenarios", SCENARIO)
+FAKE_CLI = "fake-cli"
+FAKE_CLI_AGENT = FIXTURES / "fake-cli-agent" / "fake-cli-agent"  # alone in its install dir
+WALKTHROUGH = "<!-- plug-in walk-through"
+CANARY_ENV = "SREFORGE_ORACLE_SIGNING_KEY"  # a harness-looking secret in the run's env
 
 
 def _harmless_change(cases: Path) -> None:
@@ -57,17 +67,97 @@ def _without_page(cases: Path) -> None:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """What one run is given: its agent and, optionally, how its scenario is doctored."""
+    """What one run is given: its agent and, optionally, how its scenario is doctored
+    or how its folder is prepared before it starts."""
 
     agent: str
     doctor: Callable[[Path], None] | None = None
+    prepare: Callable[[Run], None] | None = None
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """Random values the agent must never reach and nothing of the run may contain."""
+
+    env_value: str
+    file_content: str
+    files: tuple[Path, ...]
+
+    @classmethod
+    def planted(cls, *files: Path) -> Canaries:
+        """Write one random canary into each of `files` (the env value is set by the run)."""
+        content = f"canary-file-{secrets.token_hex(16)}"
+        for path in files:
+            path.write_text(content + "\n")
+        return cls(f"canary-env-{secrets.token_hex(16)}", content, files)
+
+    @property
+    def values(self) -> tuple[str, str]:
+        """The two secret values."""
+        return self.env_value, self.file_content
+
+
+def _plug_in_fake_cli(run: Run) -> None:
+    """The README's walk-through for a scripted CLI agent, with canaries around it.
+
+    Its own copy of the catalog and of `use-cases/`, the README's profile pointed at
+    the fake agent (which also tries to read what it must not), canaries in the
+    engine home, the scenario folder and the run's env, then `sreforge agents check`.
+    """
+    run.cases = run.root / "cases"
+    shutil.copytree(REPO / "use-cases", run.cases, ignore=CASES_NOISE)
+    (scenario,) = run.cases.glob("/".join(SCENARIO_PARTS))
+    home = run.root / "home"
+    home.mkdir()
+    run.canaries = Canaries.planted(home / "canary.txt", scenario / "canary.txt")
+    (original,) = (REPO / "use-cases").glob("/".join(SCENARIO_PARTS))
+    probes = ["{prompt_file}", "--try-read", "{prompt_file}", "--try-env", "HOME"]  # controls
+    for where in (scenario, original):
+        probes += ["--try-list", str(where / "verify")]
+        probes += ["--try-read", str(where / "solution" / "fix.patch")]
+    for path in (*run.canaries.files, REPO / "pyproject.toml"):
+        probes += ["--try-read", str(path)]
+    probes += ["--try-env", CANARY_ENV]
+    catalog = run.root / "agents"
+    shutil.copytree(REPO / "agents", catalog)
+    (catalog / f"{FAKE_CLI}.toml").write_text(_readme_profile(args=probes))
+    run.extra_env = {"SREFORGE_AGENTS": str(catalog), CANARY_ENV: run.canaries.env_value}
+    check = [sys.executable, "-m", "sreforge", "agents", "check", FAKE_CLI]
+    done = subprocess.run(
+        check, cwd=REPO, env=run.env(), capture_output=True, text=True, timeout=60, check=False
+    )
+    run.check_output = f"exit {done.returncode}\n{done.stdout}{done.stderr}"
+
+
+def _readme_profile(**fields: object) -> str:
+    """The README walk-through's profile, as the fake CLI agent's, with `fields` set."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split(WALKTHROUGH, 1)[1].split("\n## ", 1)[0]
+    (found,) = re.findall(r"^```toml\n(.*?)^```", section, flags=re.M | re.S)
+    profile = str(found)
+    wanted = {
+        "name": FAKE_CLI,
+        "description": "A scripted fake CLI agent (tests/e2e/fixtures), inside bubblewrap.",
+        "executable": str(FAKE_CLI_AGENT),
+        "install_paths": [str(FAKE_CLI_AGENT.parent)],
+        **fields,
+    }
+    for key, value in wanted.items():
+        lines = profile.splitlines(keepends=True)
+        at = [n for n, line in enumerate(lines) if line.startswith(f"{key} = ")]
+        assert len(at) == 1, f"README walk-through profile: expected one `{key} =` line"
+        lines[at[0]] = f"{key} = {json.dumps(value)}\n"  # JSON strings and lists are TOML too
+        profile = "".join(lines)
+    return profile
 
 
 # Longest first (measured walls in seconds, 2 at a time on 2 cores), so the pool's
-# slots finish close together: 160-190 s for all seven.
+# slots finish close together: about 4 min for all nine in a full CI run.
 RUNS = {
     "reference": RunSpec("reference"),  # ~90
+    "cli-agent": RunSpec(FAKE_CLI, prepare=_plug_in_fake_cli),  # ~90 (+1 s agents check)
     "negative": RunSpec("scripted:longer-ttl"),  # ~60
+    "cut-timeout": RunSpec("scripted:cut-upstream-timeout"),  # ~60: fast but degraded
     "silent": RunSpec("noop", _harmless_change),  # ~50: stack, arm, 24 s confirm-fire
     "breaks-tests": RunSpec("scripted:break-tests"),  # ~45
     "no-page": RunSpec("noop", _without_page),  # ~35
@@ -77,7 +167,9 @@ RUNS = {
 AGENTS = sorted({spec.agent for spec in RUNS.values()})
 TEST_RUNS = {
     "test_reference_fix_passes": "reference",
+    "test_plugged_in_cli_agent_mitigates_and_reaches_no_secret": "cli-agent",
     "test_negative_fixture_fails": "negative",
+    "test_fast_but_degraded_fix_fails_the_service_gate": "cut-timeout",
     "test_submission_breaking_the_tests_is_rejected": "breaks-tests",
     "test_noop_agent_fails": "noop",
     "test_agent_killing_the_load_does_not_pass": "kills-load",
@@ -102,6 +194,14 @@ class Run:
     stdout: str = ""
     pid: int | None = None
     done: threading.Event = field(default_factory=threading.Event)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    canaries: Canaries | None = None
+    check_output: str = ""
+
+    @property
+    def agent_logs(self) -> Path:
+        """Copies of the stack run dir's `agent/` files (the teardown removes the originals)."""
+        return self.root / "agent-logs"
 
     @property
     def records_dir(self) -> Path:
@@ -133,6 +233,7 @@ class Run:
         )
         if self.cases is not None:  # every service and the CLI read this one
             env["SREFORGE_USE_CASES"] = str(self.cases)
+        env.update(self.extra_env)
         return env
 
     def execute(self) -> None:
@@ -179,10 +280,15 @@ class RunPool:
 
     def _serve(self, run: Run) -> None:
         with self._slots:
+            keeper = threading.Thread(target=_keep_agent_logs, args=(run,), daemon=True)
+            if run.canaries is not None:
+                keeper.start()
             try:
                 run.execute()
             finally:
                 run.done.set()
+                if keeper.is_alive():
+                    keeper.join(timeout=30)
 
     def result(self, name: str) -> Run:
         """The finished run `name` (fails the test if it never finishes)."""
@@ -203,12 +309,23 @@ class RunPool:
 def _prepared(name: str, spec: RunSpec, root: Path) -> Run:
     """The run's folder, with its own doctored copy of `use-cases/` when it needs one."""
     root.mkdir()
-    if spec.doctor is None:
-        return Run(name, spec.agent, root)
-    cases = root / "cases"
-    shutil.copytree(REPO / "use-cases", cases, ignore=CASES_NOISE)
-    spec.doctor(cases)
-    return Run(name, spec.agent, root, cases)
+    run = Run(name, spec.agent, root)
+    if spec.doctor is not None:
+        run.cases = root / "cases"
+        shutil.copytree(REPO / "use-cases", run.cases, ignore=CASES_NOISE)
+        spec.doctor(run.cases)
+    if spec.prepare is not None:
+        spec.prepare(run)
+    return run
+
+
+def _keep_agent_logs(run: Run) -> None:
+    """Copy the agent's logs out of the stack run dir while the run lasts."""
+    run.agent_logs.mkdir(exist_ok=True)
+    while not run.done.wait(0.5):
+        for log in run.stacks_dir.glob("*/agent/*"):
+            with contextlib.suppress(OSError):  # gone with the teardown, or a dir
+                shutil.copyfile(log, run.agent_logs / log.name)
 
 
 def _kill_session(pid: int) -> None:
@@ -325,6 +442,58 @@ def test_reference_fix_passes(pool: RunPool) -> None:
 
 
 @pytest.mark.timeout(300)
+def test_plugged_in_cli_agent_mitigates_and_reaches_no_secret(pool: RunPool) -> None:
+    """The README's walk-through with a scripted CLI agent: `agents check` makes it ready;
+    in bubblewrap it reads the page, reverts the culprit and submits an RCA; the run passes
+    with a `host-sandboxed` transcript; no canary (env secret, engine-home and scenario
+    files, verify/, solution/, the checkout) was readable or appears in anything kept."""
+    run, outcome, record = finished(pool, "cli-agent")
+    assert "readiness READY" in run.check_output, run.check_output
+    assert outcome["verdict"] == "passed", f"{outcome}\n{run.progress}"
+    assert run.exit_code == 0
+    assert record["proof_run"] is False, "a checked profile is not a proof run"
+    transcript = record["agent_transcript"]
+    assert (transcript["confinement"], transcript["harness"]) == ("host-sandboxed", FAKE_CLI)
+    assert transcript["submitted"]
+    assert record["trajectory"]["submitted"]
+    said = [line["text"] for line in transcript["raw_json"]["lines"]]
+    for step in ("stdin closed", "read the page", "reverting", "submitted"):
+        assert any(step in text for text in said), f"agent never said {step!r}: {said}"
+    record_dir = Path(outcome["record"]).parent
+    assert "reverting" in (record_dir / "rca.txt").read_text()
+    (fix,) = REPO.glob("use-cases/" + "/".join((*SCENARIO_PARTS, "solution", "fix.patch")))
+    assert _changes(record["trajectory"]["diff"]) == _changes(fix.read_text()), "not the revert"
+    assert_no_canary_reached(run, record_dir, said)
+
+
+def _changes(diff: str) -> list[str]:
+    """The added and removed lines of a unified diff."""
+    lines = diff.splitlines()
+    return [line for line in lines if line[:1] in ("+", "-") and line[:3] not in ("+++", "---")]
+
+
+def assert_no_canary_reached(run: Run, record_dir: Path, said: list[str]) -> None:
+    """The agent's controls were readable and every probe of a secret was not; no canary
+    value is in the record dir, the CLI's logs or the copies of the agent's logs."""
+    probes = [text.rsplit(": ", 1) for text in said if text.startswith("probe ")]
+    controls, secret = probes[:2], probes[2:]  # in the order the profile gives them
+    assert all(seen == "readable" for _, seen in controls), f"probes cannot tell: {controls}"
+    assert len(secret) == 8, f"expected eight probes of secrets: {secret}"
+    reached = [what for what, seen in secret if seen != "unreadable"]
+    assert not reached, f"the agent reached: {reached}"
+    assert run.canaries is not None
+    kept = sorted(run.agent_logs.iterdir())
+    assert {"output.log", "stream.jsonl"} <= {path.name for path in kept}, kept
+    places = [*record_dir.rglob("*"), run.root / "stderr.log", *kept]
+    for path in (place for place in places if place.is_file()):
+        text = path.read_text(errors="replace")
+        for value in run.canaries.values:
+            assert value not in text, f"a canary value is in {path}"
+    for value in run.canaries.values:
+        assert value not in run.stdout + run.check_output
+
+
+@pytest.mark.timeout(300)
 def test_negative_fixture_fails(pool: RunPool) -> None:
     """The known-bad fix (a longer TTL) is deployed but does not mitigate: failed."""
     run, outcome, record = finished(pool, "negative")
@@ -335,6 +504,20 @@ def test_negative_fixture_fails(pool: RunPool) -> None:
     assert record["sli_series"], "a graded run has SLI samples"
     missing = [t for t in GRADED_TIMINGS if not record["timings"].get(t)]
     assert not missing, f"phase timings missing: {missing}: {record['timings']}"
+
+
+@pytest.mark.timeout(300)
+def test_fast_but_degraded_fix_fails_the_service_gate(pool: RunPool) -> None:
+    """Cutting the upstream timeout clears the latency alert, but searches come back
+    without metadata: `service_held` fails, so the run fails whatever its score."""
+    run, outcome, record = finished(pool, "cut-timeout")
+    assert outcome["verdict"] == "failed", f"{outcome}\n{run.progress}"
+    assert run.exit_code == 1
+    assert record["ci"]["green"]
+    signals = {found["id"]: found for found in record["score"]["signals"]}
+    assert "service_held" in signals, sorted(signals)
+    assert not signals["service_held"]["satisfied"], signals["service_held"]
+    assert signals["load_held"]["satisfied"], signals["load_held"]
 
 
 @pytest.mark.timeout(300)

@@ -13,6 +13,7 @@ from sreforge_contracts import (
     GatewayResult,
     HarnessProfile,
     OperationalReadiness,
+    RemoteSpec,
     ResolvedExecutionContext,
     StageError,
 )
@@ -145,3 +146,69 @@ def test_evidence_round_trips_through_json() -> None:
         failures=(StageError(stage="execution", error="idle"),),
     )
     assert ExecutionEvidence.model_validate_json(evidence.model_dump_json()) == evidence
+
+
+_HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEtQ9z0Xo6bJ0pQxN2X0Yb8m4xYv5U1mZkR1r8b0QvQx"
+
+
+def _remote(**fields: Any) -> RemoteSpec:
+    base: dict[str, Any] = {
+        "host": "agents.example.org",
+        "user": "agent",
+        "host_key": _HOST_KEY,
+        "identity_file": "/etc/sreforge/agent-key",
+    }
+    return RemoteSpec.model_validate({**base, **fields})
+
+
+def test_the_remote_spec_is_required_exactly_for_the_remote_sandbox() -> None:
+    """sandbox=remote ⇔ a remote spec; it is never silently ignored."""
+    with pytest.raises(ValidationError, match="required exactly when sandbox is `remote`"):
+        HarnessProfile(name="x", rein="noop", sandbox="remote")
+    with pytest.raises(ValidationError, match="required exactly when sandbox is `remote`"):
+        HarnessProfile(name="x", rein="noop", remote=_remote())
+    profile = HarnessProfile(name="x", rein="noop", sandbox="remote", remote=_remote())
+    assert profile.remote is not None
+    assert (profile.remote.port, profile.remote.base_dir) == (22, "/tmp/agent-sessions")
+
+
+def test_the_remote_identity_is_a_route_never_a_key() -> None:
+    """Exactly one of a host path or an env var name; a key value is refused."""
+    assert _remote(identity_file=None, identity_env="SREFORGE_AGENT_SSH_KEY").identity_env
+    with pytest.raises(ValidationError, match="exactly one of identity_file or identity_env"):
+        _remote(identity_file=None)
+    with pytest.raises(ValidationError, match="exactly one of identity_file or identity_env"):
+        _remote(identity_env="KEY_PATH")
+    with pytest.raises(ValidationError, match="not an env var name"):
+        _remote(identity_file=None, identity_env="-----BEGIN OPENSSH PRIVATE KEY-----")
+    with pytest.raises(ValidationError, match="not an absolute path"):
+        _remote(identity_file="-----BEGIN OPENSSH PRIVATE KEY-----")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("host", "-oProxyCommand=sh", "not a host name"),
+        ("host", "a b", "not a host name"),
+        ("user", "-l", "not a user name"),
+        ("host_key", "-----BEGIN OPENSSH PRIVATE KEY-----", "not a public host key line"),
+        ("host_key", "ssh-ed25519", "not a public host key line"),
+        ("base_dir", "relative/dir", "not an absolute path"),
+        ("base_dir", "/tmp/../etc", "not an absolute path"),
+        ("port", 0, "greater than or equal to 1"),
+    ],
+)
+def test_a_remote_target_cannot_be_read_as_an_ssh_option(
+    field: str, value: object, message: str
+) -> None:
+    """Host and user begin alphanumerically, the host key is a public key line, the base dir
+    is a plain absolute path."""
+    with pytest.raises(ValidationError, match=message):
+        _remote(**{field: value})
+
+
+def test_a_host_key_line_keeps_only_type_and_key_and_unknown_fields_are_refused() -> None:
+    """A pasted `ssh-keyscan`/`.pub` line loses its comment; a typo in the spec is an error."""
+    assert _remote(host_key=f"{_HOST_KEY} root@box").host_key == _HOST_KEY
+    with pytest.raises(ValidationError, match="hostname"):
+        _remote(hostname="x")

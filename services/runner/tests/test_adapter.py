@@ -160,7 +160,7 @@ async def test_reference_submits_the_fix_and_runs_once(runner: Bus, project: Any
     assert submission.evidence["base_commit"] == base
     diff = submission.diff.splitlines()
     assert all(line in diff for line in added_lines(project.fix))
-    assert ".sreforge" not in submission.diff
+    assert ".oncall" not in submission.diff
     assert commits_since(project.workspace, base) == 1
 
 
@@ -224,14 +224,14 @@ async def test_a_runner_restarted_mid_session_submits_what_the_workspace_holds(
     claim = json.dumps({"base_commit": base, "agent": "reference"}).encode()
     assert await runner.runs.claim(claim_key("run-crash"), claim)
     (workspace / "hotfix.py").write_text("PATCHED = True\n")
-    (workspace / ".sreforge").mkdir()
-    (workspace / ".sreforge" / "submitted").write_text('{"submitted_at": "t", "rca": false}')
+    (workspace / ".oncall").mkdir()
+    (workspace / ".oncall" / "submitted").write_text('{"submitted_at": "t", "rca": false}')
     await deliver_twice(runner, await start_run(runner, project, "run-crash", "reference"))
     submission = await only_submission(runner, "run-crash")
     assert submission.stop_reason == "interrupted"
     assert submission.submitted
     assert "+PATCHED = True" in submission.diff.splitlines()
-    assert ".sreforge" not in submission.diff
+    assert ".oncall" not in submission.diff
     assert commits_since(workspace, base) == 0  # the reference fix was not applied
 
 

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from sreforge_contracts import ExecutionRequest
+from sreforge_contracts import CommandSpec, ExecutionRequest, HarnessProfile
 from sreforge_runner import (
     SUBMIT_ON_EXIT,
     ProfileError,
@@ -19,6 +19,7 @@ from sreforge_runner import (
     resolve,
     stored_probe,
 )
+from sreforge_runner._presets import PROXY_PRESETS, proxy_plan
 
 CATALOG = Path(__file__).resolve().parents[3] / "agents"
 PRESETS = ("claude-code", "codex", "gemini-cli", "aider", "mini-swe-agent")
@@ -64,6 +65,107 @@ def test_presets_run_headless_with_their_inner_sandbox_off(
         assert any(flag in arg for arg in command.args), (name, flag)
     for key, value in env.items():
         assert command.env[key] == value
+
+
+@pytest.mark.parametrize(
+    ("name", "flavor", "upstream", "url_envs", "key_env"),
+    [
+        (
+            "claude-code",
+            "anthropic",
+            "https://api.anthropic.com",
+            ("ANTHROPIC_BASE_URL",),
+            "ANTHROPIC_API_KEY",
+        ),
+        ("codex", "openai", "https://api.openai.com/v1", ("OPENAI_BASE_URL",), "OPENAI_API_KEY"),
+        (
+            "gemini-cli",
+            "gemini",
+            "https://generativelanguage.googleapis.com",
+            ("GOOGLE_GEMINI_BASE_URL",),
+            "GEMINI_API_KEY",
+        ),
+        (
+            "aider",
+            "openai",
+            "https://api.openai.com/v1",
+            ("OPENAI_API_BASE", "OPENAI_BASE_URL"),
+            "OPENAI_API_KEY",
+        ),
+        (
+            "mini-swe-agent",
+            "openai",
+            "https://api.openai.com/v1",
+            ("OPENAI_API_BASE", "OPENAI_BASE_URL"),
+            "OPENAI_API_KEY",
+        ),
+    ],
+)
+def test_every_preset_has_the_model_proxy_on_by_default(
+    name: str, flavor: str, upstream: str, url_envs: tuple[str, ...], key_env: str
+) -> None:
+    """The preset table: each catalog preset is proxied with its provider's flavor,
+    upstream and env names, and its first credential route is the key its CLI reads."""
+    profile = load_catalog(CATALOG)[name]
+    plan = proxy_plan(profile)
+    assert plan is not None
+    assert (plan.flavor, plan.upstream, plan.url_envs, plan.key_env) == (
+        flavor,
+        upstream,
+        url_envs,
+        key_env,
+    )
+    assert profile.credential_routes[0] == key_env
+    assert "proxy" not in profile.metadata  # on by default, not by opt-in
+    assert set(PROXY_PRESETS) == set(PRESETS)
+
+
+def test_codex_gets_its_base_url_from_config_toml_too() -> None:
+    """codex >= 0.118 ignores OPENAI_BASE_URL; `openai_base_url` in CODEX_HOME's config
+    is what it reads, and the preset's CODEX_HOME is `{home}/.codex`."""
+    profile = load_catalog(CATALOG)["codex"]
+    plan = proxy_plan(profile)
+    assert plan is not None
+    assert plan.config_files == ((".codex/config.toml", 'openai_base_url = "{proxy_url}"\n'),)
+    assert profile.command is not None
+    assert profile.command.env["CODEX_HOME"] == "{home}/.codex"
+
+
+def _custom(preset: str = "custom", **metadata: str) -> HarnessProfile:
+    command = CommandSpec(preset=preset, executable="agent")
+    return HarnessProfile(name="x", rein="command", command=command, metadata=metadata)
+
+
+def test_profile_metadata_turns_the_proxy_off_repoints_or_renames_it() -> None:
+    """`proxy = "off"` disables it, `upstream` repoints it (Ollama, vLLM), a flavor other
+    than the preset's takes that flavor's env names, `proxy_url_env`/`proxy_key_env`
+    rename them, and a custom preset has no proxy unless it names a flavor."""
+    assert proxy_plan(_custom("codex", proxy="off")) is None
+    assert proxy_plan(_custom()) is None
+    local = proxy_plan(_custom("aider", upstream="http://127.0.0.1:11434/v1"))
+    assert local is not None
+    assert (local.flavor, local.upstream) == ("openai", "http://127.0.0.1:11434/v1")
+    switched = proxy_plan(_custom("claude-code", proxy="openai"))
+    assert switched is not None
+    assert (switched.url_envs, switched.key_env) == (("OPENAI_BASE_URL",), "OPENAI_API_KEY")
+    renamed = proxy_plan(_custom(proxy="gemini", proxy_url_env="G_URL", proxy_key_env="G_KEY"))
+    assert renamed is not None
+    assert (renamed.flavor, renamed.url_envs, renamed.key_env) == ("gemini", ("G_URL",), "G_KEY")
+    assert renamed.upstream == "https://generativelanguage.googleapis.com"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ({"proxy": "bedrock"}, "'bedrock' is not one of"),
+        ({"proxy": "on"}, "needs a preset"),
+        ({"proxy": "openai", "upstream": "api.openai.com"}, "is not a URL"),
+    ],
+)
+def test_a_bad_proxy_setting_is_a_profile_error(metadata: dict[str, str], message: str) -> None:
+    """Unknown flavors, `on` without a preset and an upstream that is not a URL say so."""
+    with pytest.raises(ProfileError, match=message):
+        proxy_plan(_custom(**metadata))
 
 
 def test_aider_counts_a_clean_exit_as_submit() -> None:

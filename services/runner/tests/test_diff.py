@@ -1,4 +1,4 @@
-"""The submission diff: the whole working tree against the base commit, minus `.sreforge/`."""
+"""The submission diff: the whole working tree against the base commit, minus `.oncall/`."""
 
 from __future__ import annotations
 
@@ -38,13 +38,13 @@ def test_committed_staged_unstaged_and_new_files_are_all_in_the_diff(
 
 
 def test_the_sentinel_dir_is_never_in_the_diff(tiny_repo: Path, run_git: Git) -> None:
-    """`.sreforge/` stays out, even when the agent force-adds and commits it."""
+    """`.oncall/` stays out, even when the agent force-adds and commits it."""
     base = head_commit(tiny_repo)
     exclude_sentinel_dir(tiny_repo)
-    (tiny_repo / ".sreforge").mkdir()
-    (tiny_repo / ".sreforge" / "submitted").write_text("{}")
+    (tiny_repo / ".oncall").mkdir()
+    (tiny_repo / ".oncall" / "submitted").write_text("{}")
     assert workspace_diff(tiny_repo, base) == ""
-    run_git(tiny_repo, "add", "-f", ".sreforge")
+    run_git(tiny_repo, "add", "-f", ".oncall")
     run_git(tiny_repo, "commit", "-q", "-m", "oops")
     assert workspace_diff(tiny_repo, base) == ""
 

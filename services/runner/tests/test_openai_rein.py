@@ -192,11 +192,13 @@ async def test_the_openai_rein_fixes_and_submits_with_every_call_logged(
     ]
     transcript = json.loads((box.root / "agent-transcript.json").read_text())
     assert transcript["confinement"] == sandbox
-    assert transcript["raw_json"]["model_calls"] == {
+    model_calls = transcript["raw_json"]["model_calls"]
+    summary = ("calls", "total_tokens", "tokens_in", "cost_usd")
+    assert {key: model_calls[key] for key in summary} == {
         "calls": 3,
-        "prompt_tokens": 300,
-        "completion_tokens": 60,
         "total_tokens": 360,
+        "tokens_in": 300,
+        "cost_usd": None,  # replay-1 has no list price
     }
     for kept in box.root.glob("*.*"):
         assert KEY not in kept.read_text(errors="replace"), kept

@@ -76,11 +76,11 @@ def test_a_half_written_sentinel_is_not_a_submission(tiny_repo: Path) -> None:
 
 
 def test_the_sentinel_dir_is_git_ignored_once(tiny_repo: Path, run_git: Git) -> None:
-    """`.git/info/exclude` hides `.sreforge/` from `git status`; the line is added once."""
+    """`.git/info/exclude` hides `.oncall/` from `git status`; the line is added once."""
     exclude_sentinel_dir(tiny_repo)
     exclude_sentinel_dir(tiny_repo)
     (tiny_repo / SENTINEL_DIR).mkdir()
     (tiny_repo / SENTINEL_DIR / "submitted").write_text("{}")
     assert run_git(tiny_repo, "status", "--porcelain") == ""
     exclude = (tiny_repo / ".git" / "info" / "exclude").read_text()
-    assert exclude.splitlines().count("/.sreforge/") == 1
+    assert exclude.splitlines().count("/.oncall/") == 1

@@ -54,6 +54,7 @@ from sreforge_contracts._harness import (
     ProfileStatus,
     ReadinessState,
     ReinRef,
+    RemoteSpec,
     ResolvedExecutionContext,
     SandboxKind,
     StageError,
@@ -116,7 +117,7 @@ from sreforge_contracts._subjects import (
     run_events_filter,
     run_events_of_type,
 )
-from sreforge_contracts._submission import Submission
+from sreforge_contracts._submission import SUBMISSION_DIR, Submission
 from sreforge_contracts._transcript import AgentTranscript, AgentTranscriptHeader, Confinement
 from sreforge_contracts._trigger import Trigger, TriggerSignal, TriggerStatus
 
@@ -136,6 +137,7 @@ __all__ = [
     "SCENARIO_ID_PATTERN",
     "STREAM_NAME",
     "STREAM_SUBJECTS",
+    "SUBMISSION_DIR",
     "TRIGGER_FIRED_SUBJECT",
     "TRIGGER_RESOLVED_SUBJECT",
     "TRIGGER_SUBJECTS",
@@ -179,6 +181,7 @@ __all__ = [
     "ReadinessState",
     "Recorded",
     "ReinRef",
+    "RemoteSpec",
     "ResolvedExecutionContext",
     "RunContract",
     "RunFailed",

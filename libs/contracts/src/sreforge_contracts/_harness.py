@@ -31,6 +31,7 @@ __all__ = [
     "ProfileStatus",
     "ReadinessState",
     "ReinRef",
+    "RemoteSpec",
     "ResolvedExecutionContext",
     "SandboxKind",
     "StageError",
@@ -62,6 +63,13 @@ ExecutionOutcome = Literal["succeeded", "failed", "refused"]
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+# ssh targets: each component begins alphanumerically, so none can be read as an ssh option.
+_SSH_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*$")
+_SSH_USER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_HOST_KEY = re.compile(
+    r"^(ssh-[a-z0-9-]+|ecdsa-sha2-nistp[0-9]+|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+={0,2}$"
+)
+_REMOTE_BASE = re.compile(r"^(/[A-Za-z0-9._-]+)+$")
 Version = Literal["1.0"]
 
 
@@ -121,6 +129,68 @@ class CommandSpec(Contract):
         return value
 
 
+class RemoteSpec(Contract):
+    """Where the `remote` sandbox runs the agent: an ssh target with a pinned host key.
+
+    The identity is a route, never a key: `identity_file` is a path on the runner host,
+    `identity_env` names the runner's env var holding such a path (exactly one is set).
+    Each session gets its own directory under `base_dir` on the remote side.
+    """
+
+    host: str
+    """The remote host name or IPv4 address."""
+    port: int = Field(default=22, ge=1, le=65535)
+    user: str
+    host_key: str
+    """The remote's public host key line, `<type> <base64>` (public, not a secret)."""
+    identity_file: str | None = None
+    identity_env: str | None = None
+    base_dir: str = "/tmp/agent-sessions"
+    """The remote folder under which each session's `remote_dir` is made (and removed)."""
+
+    @field_validator("host")
+    @classmethod
+    def _plain_host(cls, value: str) -> str:
+        if not _SSH_HOST.fullmatch(value):
+            raise ValueError(f"{value!r} is not a host name (begins alphanumeric; . and -)")
+        return value
+
+    @field_validator("user")
+    @classmethod
+    def _plain_user(cls, value: str) -> str:
+        if not _SSH_USER.fullmatch(value):
+            raise ValueError(f"{value!r} is not a user name (begins alphanumeric; . _ -)")
+        return value
+
+    @field_validator("host_key")
+    @classmethod
+    def _public_key_line(cls, value: str) -> str:
+        key = " ".join(value.split()[:2])
+        if not _HOST_KEY.fullmatch(key):
+            raise ValueError("host_key: not a public host key line (`<type> <base64>`)")
+        return key
+
+    @field_validator("identity_file", "base_dir")
+    @classmethod
+    def _absolute_path(cls, value: str | None) -> str | None:
+        if value is not None and (not _REMOTE_BASE.fullmatch(value) or ".." in value.split("/")):
+            raise ValueError(f"{value!r} is not an absolute path (letters, digits, . _ -)")
+        return value
+
+    @field_validator("identity_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError(f"{value!r} is not an env var name (a route names, never holds)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_identity_route(self) -> Self:
+        if (self.identity_file is None) == (self.identity_env is None):
+            raise ValueError("remote: exactly one of identity_file or identity_env is required")
+        return self
+
+
 class HarnessProfile(Contract):
     """One catalog entry: which rein, in which sandbox, with which model and limits."""
 
@@ -137,6 +207,8 @@ class HarnessProfile(Contract):
     credential_routes: tuple[str, ...] = ()
     """Names of env vars / secrets the rein may route (never their values)."""
     command: CommandSpec | None = None
+    remote: RemoteSpec | None = None
+    """The ssh target; required exactly when `sandbox` is `remote`."""
     readiness: OperationalReadiness = OperationalReadiness()
     """The readiness the catalog declares; a stored `check` probe supersedes it."""
     metadata: dict[str, str] = Field(default_factory=dict)
@@ -162,6 +234,8 @@ class HarnessProfile(Contract):
             raise ValueError("command: required when rein is `command`")
         if self.rein != "command" and self.command is not None:
             raise ValueError(f"command: only for rein `command`, not {self.rein!r}")
+        if (self.sandbox == "remote") != (self.remote is not None):
+            raise ValueError("remote: required exactly when sandbox is `remote`")
         return self
 
 

@@ -6,14 +6,18 @@ from pydantic import Field, JsonValue
 
 from sreforge_contracts._base import Contract
 
-__all__ = ["Submission"]
+__all__ = ["SUBMISSION_DIR", "Submission"]
+
+SUBMISSION_DIR = ".oncall"
+"""The workspace folder where the agent's `submit` leaves its sentinel and RCA: git-ignored,
+never part of the diff, kept when CI cleans the checkout. Neutral: the agent sees it."""
 
 
 class Submission(Contract):
     """The agent's result as the runner saw it.
 
     `diff` is taken against the base commit (new, staged and committed files,
-    excluding `.sreforge/`); `transcript_ref` points at the captured
+    excluding `SUBMISSION_DIR`); `transcript_ref` points at the captured
     agent-transcript file; `evidence` is the gateway's (secret-free) evidence.
     """
 

@@ -2,14 +2,15 @@
 
 On BriefReady it resolves the run's agent profile from the catalog (`agents/*.toml`)
 and its readiness (a blocked profile is refused before any sandbox exists), claims
-the run, and drives the profile's rein through the gateway in a `host-open` or
-`host-sandboxed` (bubblewrap) sandbox with separate session-start, idle and total
-budgets. The agent gets a `submit` command; the runner publishes Submitted with
-the diff against the base commit, whether the agent submitted, its RCA and
-publishable `ExecutionEvidence`.
+the run, and drives the profile's rein through the gateway in a `host-open`,
+`host-sandboxed` (bubblewrap) or `remote` (ssh) sandbox with separate
+session-start, idle and total budgets. The agent gets a `submit` command; the
+runner publishes Submitted with the diff against the base commit, whether the
+agent submitted, its RCA and publishable `ExecutionEvidence`.
 """
 
 from sreforge_runner._adapter import CONSUMER, SERVICE, build_service
+from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._catalog import catalog_name, find_profile, load_catalog, load_profile
 from sreforge_runner._cli_agent import SUBMIT_ON_EXIT, CliAgentRein, build_prompt
 from sreforge_runner._diff import head_commit, workspace_diff
@@ -43,6 +44,7 @@ from sreforge_runner._reins import (
     resolve_rein,
     script_rein,
 )
+from sreforge_runner._remote import RemoteSandbox
 from sreforge_runner._sandbox import CONFINEMENT, SESSION_MARKER, HostSandbox
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import (
@@ -76,6 +78,7 @@ __all__ = [
     "SUBMIT_ON_EXIT",
     "TOOLS",
     "TRANSCRIPT_FILE",
+    "AgentSandbox",
     "Budgets",
     "CliAgentRein",
     "CommandRein",
@@ -93,6 +96,7 @@ __all__ = [
     "ProfileRefused",
     "ProxyFlavor",
     "Rein",
+    "RemoteSandbox",
     "RunnerError",
     "RunnerHandler",
     "RunnerSettings",

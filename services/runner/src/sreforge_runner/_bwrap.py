@@ -3,13 +3,13 @@
 Inside the sandbox the agent sees a read-only `/usr` (with the merged-usr
 symlinks), a short list of `/etc` entries, fresh `/proc`, `/dev` and a tmpfs
 `/tmp`, its workspace read-write at `/workspace`, a private HOME read-write at
-`/home/agent`, and `submit` read-only at `/opt/sreforge/bin`. Nothing else of the
+`/home/agent`, and `submit` read-only at `/opt/oncall/bin`. Nothing else of the
 host exists for it: not `/work`, not `/root`, not the harness venv, not other
 runs' folders, not the scenario (`verify/`, `solution/`). It runs in its own PID,
 IPC and UTS namespaces, in a new session (no TIOCSTI), with every capability
-dropped, and dies with its parent. The network namespace is shared for now: the
-agent must reach the run's endpoints on 127.0.0.1 (the model proxy and an egress
-allowlist are later work).
+dropped, and dies with its parent. Given the egress folder it also gets a network
+namespace of its own (bwrap brings its loopback up), and reaches only the
+endpoints relayed through that folder (see `_egress`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 __all__ = [
     "SANDBOX_BIN",
     "SANDBOX_HOME",
+    "SANDBOX_NET",
     "SANDBOX_WORKSPACE",
     "bwrap_prefix",
     "probe_bwrap",
@@ -28,7 +29,8 @@ __all__ = [
 
 SANDBOX_WORKSPACE = Path("/workspace")
 SANDBOX_HOME = Path("/home/agent")
-SANDBOX_BIN = Path("/opt/sreforge/bin")
+SANDBOX_BIN = Path("/opt/oncall/bin")
+SANDBOX_NET = Path("/run/net")
 
 # What a shell, git, python and node need from /etc; no credentials, no service configs.
 _ETC = (
@@ -66,8 +68,11 @@ def bwrap_prefix(
     home: Path,
     bin_dir: Path,
     install_paths: Sequence[str] = (),
+    network: Path | None = None,
 ) -> list[str]:
-    """The bwrap argv (up to and including `--`) that confines a command."""
+    """The bwrap argv (up to and including `--`) that confines a command. With `network`
+    (the egress folder, bound read-only at `/run/net`) the command gets a network
+    namespace of its own; without it, the host's."""
     argv = [
         bwrap,
         "--die-with-parent",
@@ -109,6 +114,8 @@ def bwrap_prefix(
     ]
     for install in install_paths:
         argv += ["--ro-bind", install, install]
+    if network is not None:
+        argv += ["--unshare-net", "--ro-bind", str(network), str(SANDBOX_NET)]
     argv += [
         "--chdir",
         str(SANDBOX_WORKSPACE),

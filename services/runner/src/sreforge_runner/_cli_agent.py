@@ -4,10 +4,14 @@
 dir and fills the argv template: `{prompt}`, `{prompt_file}`, `{model}`,
 `{workspace}`, `{home}`, `{session_dir}` and `{session_id}` are substituted, as the
 agent sees those paths (inside the sandbox). The env gets the profile's non-secret
-settings and the values of its credential routes (names from the profile, values
-from the runner's env, never logged or recorded). `dispatch` runs the agent with
-stdin closed under all three budgets. Presets without a tool protocol (aider)
-count a clean exit as the submission.
+settings. For the presets the model proxy is on by default (`_presets`): the
+agent gets the proxy's base URL and a per-session dummy token, the proxy holds
+the real key (the first credential route; a missing one fails `session_start`,
+naming the variable). Otherwise, and for the other routes, the env gets the
+routes' values (names from the profile, values from the runner's env, never
+logged or recorded). `dispatch` runs the agent with stdin closed under all three
+budgets. Presets without a tool protocol (aider) count a clean exit as the
+submission.
 """
 
 from __future__ import annotations
@@ -18,25 +22,27 @@ from dataclasses import dataclass, field
 
 from sreforge_contracts import HarnessProfile
 
+from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._errors import ProfileError, SessionError
 from sreforge_runner._native import NATIVE_DIR, collect_native, mini_swe_submitted
+from sreforge_runner._presets import ProxyPlan, proxy_plan
+from sreforge_runner._pricing import profile_price
 from sreforge_runner._process import Budgets
 from sreforge_runner._proxy import ModelProxy
 from sreforge_runner._reins import Dispatch
-from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._submit import SENTINEL_DIR, SENTINEL_FILE
-from sreforge_runner._transcript import route_secrets, scrub_file, write_transcript
+from sreforge_runner._transcript import (
+    MODEL_CALLS_LOG,
+    route_secrets,
+    scrub_file,
+    write_transcript,
+)
 
 __all__ = ["SUBMIT_ON_EXIT", "CliAgentRein", "build_prompt"]
 
 SUBMIT_ON_EXIT = frozenset({"aider"})
 """Presets whose clean exit is the submission (no way to call `submit`)."""
 _PROMPT_FILE = "page.md"
-MODEL_CALLS = "model-calls.jsonl"
-_PROXY_ENV = {
-    "openai": ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
-    "anthropic": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
-}
 _FOOTER = """
 
 ---
@@ -74,7 +80,7 @@ class CliAgentRein:
         """The profile's name."""
         return self.profile.name
 
-    async def start_session(self, sandbox: HostSandbox) -> None:
+    async def start_session(self, sandbox: AgentSandbox) -> None:
         """Write the prompt file and fill the argv and env templates."""
         command = self.profile.command
         assert command is not None
@@ -95,33 +101,43 @@ class CliAgentRein:
         self._argv = [executable, *(_fill(arg, values) for arg in command.args)]
         self._env = {key: _fill(value, values) for key, value in command.env.items()}
         routed = route_secrets(self.profile.credential_routes)
-        if self.profile.metadata.get("proxy"):
-            self._env.update(self._start_proxy(sandbox, routed))
-        else:
+        plan = proxy_plan(self.profile)
+        profile_price(self.profile.metadata)  # a bad price override fails here, not at the end
+        if plan is None:
             self._env.update(routed)
+            return
+        model_route = self.profile.credential_routes[:1]
+        self._env.update({k: v for k, v in routed.items() if k not in model_route})
+        self._env.update(self._start_proxy(sandbox, plan, model_route))
 
-    def _start_proxy(self, sandbox: HostSandbox, routed: dict[str, str]) -> dict[str, str]:
+    def _start_proxy(
+        self, sandbox: AgentSandbox, plan: ProxyPlan, model_route: tuple[str, ...]
+    ) -> dict[str, str]:
         """Start the session's model proxy; the agent gets its URL and token, not the key."""
-        metadata = self.profile.metadata
-        flavor = metadata["proxy"]
-        if flavor not in _PROXY_ENV or not metadata.get("upstream"):
-            raise ProfileError(
-                f"agent {self.name}: metadata.proxy must be openai|anthropic with an upstream"
+        key = route_secrets(model_route).get(model_route[0]) if model_route else None
+        if model_route and key is None:
+            raise SessionError(
+                f"agent {self.name}: the model proxy needs the real key in ${model_route[0]}, "
+                "which is not set in the runner's environment"
             )
-        url_env, key_env = _PROXY_ENV[flavor]
         self._proxy = ModelProxy(
-            flavor=flavor,  # type: ignore[arg-type]
-            upstream=metadata["upstream"],
-            key=next(iter(routed.values()), None),
-            log_path=sandbox.root / MODEL_CALLS,
+            flavor=plan.flavor,
+            upstream=plan.upstream,
+            key=key,
+            log_path=sandbox.root / MODEL_CALLS_LOG,
         )
         base_url = self._proxy.start()
+        sandbox.allow_endpoint(base_url)
+        for relative, text in plan.config_files:
+            config = sandbox.home / relative
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(text.replace("{proxy_url}", base_url))
         return {
-            metadata.get("proxy_url_env", url_env): base_url,
-            metadata.get("proxy_key_env", key_env): self._proxy.token,
+            **dict.fromkeys(plan.url_envs, base_url),
+            plan.key_env: self._proxy.token,
         }
 
-    async def dispatch(self, sandbox: HostSandbox, budgets: Budgets) -> Dispatch:
+    async def dispatch(self, sandbox: AgentSandbox, budgets: Budgets) -> Dispatch:
         """Run the agent, stdin closed, under session-start, idle and total budgets."""
         if not self._argv:
             raise SessionError(f"agent {self.name}: dispatch before start_session")
@@ -130,7 +146,7 @@ class CliAgentRein:
         self._exit_code = outcome.exit_code
         return Dispatch.of(outcome, started)
 
-    async def end_session(self, sandbox: HostSandbox) -> None:
+    async def end_session(self, sandbox: AgentSandbox) -> None:
         """Exit-is-submit presets get their sentinel; logs are scrubbed; the transcript
         (`agent-transcript.json`) is written."""
         sentinel = sandbox.workspace / SENTINEL_DIR / SENTINEL_FILE
@@ -152,11 +168,13 @@ class CliAgentRein:
             submitted=sentinel.exists(),
             secrets=secrets,
             native_files=tuple(native),
+            provider=self._proxy.flavor if self._proxy else None,
+            profile_metadata=self.profile.metadata,
         )
-        for path in (sandbox.log_path, sandbox.transcript_path):
+        for path in (sandbox.log_path, sandbox.transcript_path, sandbox.root / MODEL_CALLS_LOG):
             scrub_file(path, secrets)
 
-    def _exit_is_submit(self, sandbox: HostSandbox) -> bool:
+    def _exit_is_submit(self, sandbox: AgentSandbox) -> bool:
         command = self.profile.command
         if command is None or self._exit_code != 0:
             return False
@@ -164,7 +182,7 @@ class CliAgentRein:
             return mini_swe_submitted(sandbox.home)
         return command.preset in SUBMIT_ON_EXIT
 
-    async def cleanup_session(self, sandbox: HostSandbox) -> None:
+    async def cleanup_session(self, sandbox: AgentSandbox) -> None:
         """Stop the proxy, forget the credential values, remove the prompt file."""
         if self._proxy is not None:
             self._proxy.close()

@@ -26,14 +26,14 @@ from sreforge_contracts import (
     StageError,
 )
 
+from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._catalog import find_profile
 from sreforge_runner._errors import ProfileError, ProfileRefused
 from sreforge_runner._process import Budgets
 from sreforge_runner._readiness import effective_readiness
 from sreforge_runner._reins import Dispatch, Rein
-from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._settings import RunnerSettings
-from sreforge_runner._transcript import redact, route_secrets
+from sreforge_runner._transcript import model_usage, redact, route_secrets
 
 __all__ = ["GatewayRun", "drive", "refusal", "resolve"]
 
@@ -99,7 +99,7 @@ def refusal(request: ExecutionRequest, refused: ProfileRefused) -> GatewayResult
 
 
 async def drive(
-    context: ResolvedExecutionContext, rein: Rein, sandbox: HostSandbox, budgets: Budgets
+    context: ResolvedExecutionContext, rein: Rein, sandbox: AgentSandbox, budgets: Budgets
 ) -> GatewayRun:
     """Run `rein` in `sandbox` within `budgets`; cleanup and destroy are always attempted."""
     started = datetime.now(UTC)
@@ -112,12 +112,13 @@ async def drive(
             failures.append(StageError(stage=stage, error=f"{type(error).__name__}: {error}"))
             return None
 
+    # Off the event loop: a bwrap probe or an ssh round trip blocks for seconds.
     async def create() -> bool:
-        sandbox.create()
+        await asyncio.to_thread(sandbox.create)
         return True
 
     async def destroy() -> bool:
-        sandbox.destroy()
+        await asyncio.to_thread(sandbox.destroy)
         return True
 
     dispatch: Dispatch | None = None
@@ -169,7 +170,7 @@ def _dispatch_failures(dispatch: Dispatch) -> list[StageError]:
 
 def _evidence(
     context: ResolvedExecutionContext,
-    sandbox: HostSandbox,
+    sandbox: AgentSandbox,
     dispatch: Dispatch | None,
     failures: list[StageError],
     started: datetime,
@@ -180,6 +181,10 @@ def _evidence(
     metadata: dict[str, object] = {"budget_total_s": budgets.total_s}
     if sandbox.downgrade:
         metadata["sandbox_downgrade"] = sandbox.downgrade
+    usage = model_usage(sandbox.root, profile.metadata)
+    if usage is not None:
+        metadata["model_usage"] = usage
+    metadata.update(sandbox.network_metadata())
     return ExecutionEvidence.model_validate(
         {
             "request_id": context.request_id,

@@ -36,6 +36,7 @@ from sreforge_contracts import (
     parse_event,
 )
 
+from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._cli_agent import CliAgentRein
 from sreforge_runner._diff import head_commit, workspace_diff
 from sreforge_runner._errors import ProfileRefused, RunnerError
@@ -43,6 +44,7 @@ from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
 from sreforge_runner._openai_rein import OpenAIRein
 from sreforge_runner._process import Budgets
 from sreforge_runner._reins import Rein, resolve_rein
+from sreforge_runner._remote import RemoteSandbox
 from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import read_sentinel
@@ -112,14 +114,21 @@ class RunnerHandler:
         rein = _rein(resolved, state, scenario, settings, event.page)
         budgets = _budgets(resolved, state, settings)
         profile = resolved.profile
-        sandbox = HostSandbox(
-            workspace,
-            _agent_dir(state, workspace),
-            settings,
-            kind=profile.sandbox,
-            fallback=profile.sandbox_fallback,
-            install_paths=profile.command.install_paths if profile.command else (),
-        )
+        sandbox: AgentSandbox
+        if profile.remote is not None:  # `remote`: the agent runs over ssh
+            sandbox = RemoteSandbox(
+                workspace, _agent_dir(state, workspace), settings, profile.remote
+            )
+        else:
+            sandbox = HostSandbox(
+                workspace,
+                _agent_dir(state, workspace),
+                settings,
+                kind=profile.sandbox,
+                fallback=profile.sandbox_fallback,
+                install_paths=profile.command.install_paths if profile.command else (),
+                endpoints=tuple(state.stack.agent_endpoints.values()) if state.stack else (),
+            )
         base = await asyncio.to_thread(head_commit, workspace)
         claim = json.dumps({"base_commit": base, "agent": state.agent, "at": _now()})
         if not await context.bus.runs.claim(claim_key(event.run_id), claim.encode()):
@@ -140,7 +149,7 @@ class RunnerHandler:
         context.log.info("agent.done", run_id=event.run_id, outcome=outcome.type)
         return outcome
 
-    async def _resume(self, event: BriefReady, context: Context, sandbox: HostSandbox) -> Event:
+    async def _resume(self, event: BriefReady, context: Context, sandbox: AgentSandbox) -> Event:
         in_flight = self._active.get(event.run_id)
         if in_flight is not None:  # a duplicate delivery while this runner drives the agent
             await in_flight.wait()
@@ -173,7 +182,7 @@ def _rein(
 
 
 def _outcome(
-    run_id: str, agent: str, sandbox: HostSandbox, base: str, result: GatewayRun | None
+    run_id: str, agent: str, sandbox: AgentSandbox, base: str, result: GatewayRun | None
 ) -> Submitted | RunFailed:
     if result is not None and result.dispatch is None:
         primary = result.primary
@@ -186,7 +195,7 @@ def _outcome(
     return Submitted(run_id=run_id, producer=PRODUCER, submission=submission)
 
 
-def _collect(agent: str, sandbox: HostSandbox, base: str, result: GatewayRun | None) -> Submission:
+def _collect(agent: str, sandbox: AgentSandbox, base: str, result: GatewayRun | None) -> Submission:
     sentinel = read_sentinel(sandbox.workspace, sandbox.settings.max_rca_bytes)
     dispatch = result.dispatch if result else None
     evidence = _published(result) if result else {"rein": agent, "interrupted": True}

@@ -25,11 +25,11 @@ from typing import Any
 
 from sreforge_contracts import HarnessProfile, TimeoutKind
 
+from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._cli_agent import build_prompt
 from sreforge_runner._errors import ProfileError, SessionError
 from sreforge_runner._process import Budgets
 from sreforge_runner._reins import Dispatch
-from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._transcript import route_secrets, write_transcript
 
 __all__ = ["MODEL_CALLS_FILE", "TOOLS", "OpenAIRein"]
@@ -99,7 +99,7 @@ class OpenAIRein:
         """The profile's name."""
         return self.profile.name
 
-    async def start_session(self, sandbox: HostSandbox) -> None:
+    async def start_session(self, sandbox: AgentSandbox) -> None:
         """The conversation starts with the page."""
         prompt = build_prompt(self.page, str(sandbox.inside(sandbox.workspace)))
         self._messages = [
@@ -107,7 +107,7 @@ class OpenAIRein:
             {"role": "user", "content": prompt},
         ]
 
-    async def dispatch(self, sandbox: HostSandbox, budgets: Budgets) -> Dispatch:
+    async def dispatch(self, sandbox: AgentSandbox, budgets: Budgets) -> Dispatch:
         """Talk to the model and run its tools until it submits, stops, or a budget fires."""
         if not self._messages:
             raise SessionError(f"agent {self.name}: dispatch before start_session")
@@ -125,7 +125,7 @@ class OpenAIRein:
             timeout=timeout,
         )
 
-    async def end_session(self, sandbox: HostSandbox) -> None:
+    async def end_session(self, sandbox: AgentSandbox) -> None:
         """Write the transcript (the tools' stamped output; the model calls are counted)."""
         write_transcript(
             sandbox.root,
@@ -136,13 +136,14 @@ class OpenAIRein:
             confinement=sandbox.confinement,
             submitted=self._submitted,
             secrets=route_secrets(self.profile.credential_routes),
+            profile_metadata=self.profile.metadata,
         )
 
-    async def cleanup_session(self, sandbox: HostSandbox) -> None:
+    async def cleanup_session(self, sandbox: AgentSandbox) -> None:
         """Drop the conversation (it holds model output)."""
         self._messages.clear()
 
-    async def _loop(self, sandbox: HostSandbox, budgets: Budgets, started: float) -> str:
+    async def _loop(self, sandbox: AgentSandbox, budgets: Budgets, started: float) -> str:
         steps = int(self.profile.metadata.get("max_steps", _DEFAULT_STEPS))
         for _ in range(steps):
             limit = budgets.session_start_s if self._calls == 0 else budgets.idle_s
@@ -161,7 +162,9 @@ class OpenAIRein:
                 return "submitted"
         return "max_steps"
 
-    async def _ask(self, sandbox: HostSandbox, within: tuple[float, TimeoutKind]) -> dict[str, Any]:
+    async def _ask(
+        self, sandbox: AgentSandbox, within: tuple[float, TimeoutKind]
+    ) -> dict[str, Any]:
         seconds, kind = within
         body = {"model": self.profile.model, "messages": self._messages, "tools": TOOLS}
         sent = time.monotonic()
@@ -193,7 +196,7 @@ class OpenAIRein:
             raise SessionError(f"agent {self.name}: the model's answer is not an object")
         return answer
 
-    def _log_call(self, sandbox: HostSandbox, answer: dict[str, Any], latency_s: float) -> None:
+    def _log_call(self, sandbox: AgentSandbox, answer: dict[str, Any], latency_s: float) -> None:
         choices = answer.get("choices") or [{}]
         message = choices[0].get("message") or {}
         entry = {
@@ -212,7 +215,7 @@ class OpenAIRein:
             log.write(json.dumps(entry) + "\n")
 
     async def _tool(
-        self, sandbox: HostSandbox, call: dict[str, Any], budgets: Budgets, started: float
+        self, sandbox: AgentSandbox, call: dict[str, Any], budgets: Budgets, started: float
     ) -> str:
         function = call.get("function") or {}
         name = str(function.get("name", ""))
@@ -237,7 +240,7 @@ class OpenAIRein:
         return f"error: unknown tool {name!r}"
 
     async def _shell(
-        self, sandbox: HostSandbox, command: str, within: tuple[float, TimeoutKind]
+        self, sandbox: AgentSandbox, command: str, within: tuple[float, TimeoutKind]
     ) -> str:
         seconds, kind = within
         output = sandbox.root / "tool-output.log"
@@ -248,7 +251,7 @@ class OpenAIRein:
             raise _Budget(kind)
         return f"exit code {outcome.exit_code}\n{_cap(text)}"
 
-    async def _submit(self, sandbox: HostSandbox, rca: object, seconds: float) -> str:
+    async def _submit(self, sandbox: AgentSandbox, rca: object, seconds: float) -> str:
         argv = ["submit"]
         if isinstance(rca, str) and rca.strip():
             (sandbox.home / "rca.md").write_text(rca)

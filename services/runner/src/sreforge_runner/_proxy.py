@@ -1,17 +1,21 @@
 """The model proxy: a host-side HTTP relay that keeps the real key out of the sandbox.
 
-A CLI agent whose profile sets `metadata.proxy = "openai" | "anthropic"` and
-`metadata.upstream = <provider base URL>` talks to `http://127.0.0.1:<port>/...`
-with a per-session access token as its "key". The proxy checks that token,
-forwards the call to the upstream with the real key (the profile's first
-credential route), streams the answer back unchanged (SSE included), and logs
-every call to `model-calls.jsonl`: time, method, path, model, status, latency,
-sizes, token usage, and the request and response bodies capped (never a key).
-It listens on loopback only; the token stops other local processes using it.
+A CLI agent (on by default for the presets, see `_presets`) talks to
+`http://127.0.0.1:<port>/...` with a per-session access token as its "key". The
+proxy checks that token, forwards the call to the upstream with the real key
+(the profile's first credential route), streams the answer back unchanged (SSE
+included), and logs every call to `model-calls.jsonl`: time, method, path,
+model, status, latency, sizes, token usage (raw and as tokens in/out), and the
+request and response bodies capped (never a key). Flavors: `openai` (Bearer),
+`anthropic` (`x-api-key`) and `gemini` (`x-goog-api-key`; a `?key=` in the URL
+is accepted from the agent and never forwarded or logged). It listens on
+loopback only; the token stops other local processes using it. WebSocket
+upgrades are refused (answered 501) so a client falls back to plain HTTP.
 """
 
 from __future__ import annotations
 
+import hmac
 import http.client
 import json
 import secrets
@@ -22,15 +26,29 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from sreforge_runner._pricing import tokens_of
 
 __all__ = ["ModelProxy", "ProxyFlavor", "usage_of"]
 
-ProxyFlavor = Literal["openai", "anthropic"]
+ProxyFlavor = Literal["openai", "anthropic", "gemini"]
 _BODY_CAP = 65_536
+_SCAN_CAP = 16 * 1024 * 1024  # a non-streamed answer is parsed for usage up to this size
 _UPSTREAM_TIMEOUT_S = 600.0
-_DROP = {"host", "authorization", "x-api-key", "content-length", "connection", "accept-encoding"}
+_DROP = {
+    "host",
+    "authorization",
+    "x-api-key",
+    "x-goog-api-key",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "accept-encoding",
+    "upgrade",
+}
 _HOP = {"transfer-encoding", "connection", "content-length", "keep-alive"}
+_KEY_HEADER: dict[ProxyFlavor, str] = {"anthropic": "x-api-key", "gemini": "x-goog-api-key"}
 
 
 @dataclass
@@ -41,7 +59,7 @@ class ModelProxy:
     upstream: str
     key: str | None
     log_path: Path
-    token: str = field(default_factory=lambda: f"sreforge-{secrets.token_hex(16)}")
+    token: str = field(default_factory=lambda: f"sk-proxy-{secrets.token_hex(16)}")
     calls: int = field(default=0, init=False)
     _server: ThreadingHTTPServer | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -66,17 +84,24 @@ class ModelProxy:
             self._server.server_close()
             self._server = None
 
-    def authorised(self, headers: Any) -> bool:
-        """True when the call carries this session's token."""
-        given = str(headers.get("x-api-key", "")) + " " + str(headers.get("Authorization", ""))
-        return self.token in given
+    def authorised(self, headers: Any, query_key: str | None = None) -> bool:
+        """True when the call carries this session's token (any flavor's header, or `?key=`)."""
+        bearer = str(headers.get("Authorization", "")).removeprefix("Bearer ").strip()
+        given = (
+            headers.get("x-api-key"),
+            headers.get("x-goog-api-key"),
+            bearer,
+            query_key,
+        )
+        token = self.token.encode()
+        return any(hmac.compare_digest(str(value).encode(), token) for value in given if value)
 
     def upstream_headers(self, headers: Any) -> dict[str, str]:
         """The caller's headers minus its credentials, plus the real key."""
         out = {k: v for k, v in headers.items() if k.lower() not in _DROP}
         if self.key:
-            if self.flavor == "anthropic":
-                out["x-api-key"] = self.key
+            if self.flavor in _KEY_HEADER:
+                out[_KEY_HEADER[self.flavor]] = self.key
             else:
                 out["Authorization"] = f"Bearer {self.key}"
         return out
@@ -105,16 +130,21 @@ class _Relay(BaseHTTPRequestHandler):
 
     def _relay(self) -> None:
         proxy = self.owner
-        if not proxy.authorised(self.headers):
+        path, query_key = _without_key(self.path)
+        if not proxy.authorised(self.headers, query_key):
             self.send_error(401, "not this session's proxy token")
             return
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
-        target = urlsplit(proxy.upstream)
+        body = self._body()
         started = time.monotonic()
+        if "websocket" in self.headers.get("Upgrade", "").lower():
+            self.send_error(501, "the model proxy relays plain HTTP only (no upgrade)")
+            proxy.log(_entry(self, path, body, 501, UsageMeter(), started))
+            return
+        target = urlsplit(proxy.upstream)
         connection = _connect(target.scheme, target.netloc)
         try:
             connection.request(
-                self.command, self.path, body=body, headers=proxy.upstream_headers(self.headers)
+                self.command, path, body=body, headers=proxy.upstream_headers(self.headers)
             )
             answer = connection.getresponse()
             self.send_response(answer.status)
@@ -122,23 +152,85 @@ class _Relay(BaseHTTPRequestHandler):
                 if key.lower() not in _HOP:
                     self.send_header(key, value)
             self.end_headers()
-            kept, size = self._stream(answer)
+            meter = self._stream(answer)
         except (OSError, http.client.HTTPException) as error:
             self.send_error(502, f"upstream {target.netloc}: {type(error).__name__}")
-            kept, size, answer = b"", 0, None
+            meter, answer = UsageMeter(), None
         finally:
             connection.close()
-        proxy.log(_entry(self, body, answer.status if answer else 502, kept, size, started))
+        proxy.log(_entry(self, path, body, answer.status if answer else 502, meter, started))
 
-    def _stream(self, answer: http.client.HTTPResponse) -> tuple[bytes, int]:
-        kept, size = bytearray(), 0
+    def _body(self) -> bytes:
+        if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():
+            return self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+        body = bytearray()
+        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            body += self.rfile.read(size)
+            self.rfile.readline()
+        while self.rfile.readline().strip():  # trailers
+            continue
+        return bytes(body)
+
+    def _stream(self, answer: http.client.HTTPResponse) -> UsageMeter:
+        meter = UsageMeter()
         while chunk := answer.read1(65_536):
             self.wfile.write(chunk)
             self.wfile.flush()
-            size += len(chunk)
-            if len(kept) < _BODY_CAP:
-                kept += chunk[: _BODY_CAP - len(kept)]
-        return bytes(kept), size
+            meter.feed(chunk)
+        return meter
+
+
+@dataclass
+class UsageMeter:
+    """Reads an answer as it streams: its size, its head (for the log), and its usage
+    from every SSE `data:` line (the final counts come last, past any head cap) or, for
+    a plain JSON answer, from the whole document."""
+
+    size: int = 0
+    head: bytearray = field(default_factory=bytearray)
+    found: dict[str, int] = field(default_factory=dict)
+    _line: bytearray = field(default_factory=bytearray)
+    _whole: bytearray | None = field(default_factory=bytearray)
+    _sse: bool = False
+
+    def feed(self, chunk: bytes) -> None:
+        """Take the next piece of the answer."""
+        self.size += len(chunk)
+        if len(self.head) < _BODY_CAP:
+            self.head += chunk[: _BODY_CAP - len(self.head)]
+        if self._whole is not None:
+            self._whole += chunk
+            if len(self._whole) > _SCAN_CAP:
+                self._whole = None
+        if len(self._line) < _SCAN_CAP:
+            self._line += chunk
+        if b"\n" in chunk:
+            *lines, rest = self._line.split(b"\n")
+            self._line = bytearray(rest)
+            for line in lines:
+                self._scan(bytes(line))
+
+    def usage(self) -> dict[str, int] | None:
+        """The merged usage (cumulative counts keep their max), None if the answer had none."""
+        self._scan(bytes(self._line))
+        self._line.clear()
+        if not self._sse and self._whole is not None:
+            whole = _json(bytes(self._whole))
+            for document in whole if isinstance(whole, list) else [whole]:
+                self._merge(document)
+        return dict(self.found) or None
+
+    def _scan(self, line: bytes) -> None:
+        if line.startswith(b"data:"):
+            self._sse = True
+            if b"sage" in line:  # usage / usageMetadata; skips the many delta events
+                self._merge(_json(line[5:]))
+
+    def _merge(self, document: Any) -> None:
+        for usage in _usages(document):
+            for key, value in usage.items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    self.found[key] = max(self.found.get(key, 0), value)
 
 
 def _connect(scheme: str, netloc: str) -> http.client.HTTPConnection:
@@ -147,42 +239,66 @@ def _connect(scheme: str, netloc: str) -> http.client.HTTPConnection:
     return http.client.HTTPConnection(netloc, timeout=_UPSTREAM_TIMEOUT_S)
 
 
+def _without_key(path: str) -> tuple[str, str | None]:
+    """The request path without a `key` query parameter, and that parameter's value."""
+    parts = urlsplit(path)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    keys = [value for name, value in query if name == "key"]
+    if not keys:
+        return path, None
+    rest = urlencode([(name, value) for name, value in query if name != "key"])
+    return parts.path + (f"?{rest}" if rest else ""), keys[0]
+
+
 def _entry(
-    handler: _Relay, body: bytes, status: int, kept: bytes, size: int, started: float
+    handler: _Relay, path: str, body: bytes, status: int, meter: UsageMeter, started: float
 ) -> dict[str, Any]:
     request = _json(body)
+    usage = meter.usage()
+    tokens = tokens_of(usage)
     return {
         "t": datetime.now(UTC).isoformat(),
         "method": handler.command,
-        "path": handler.path,
-        "model": request.get("model") if isinstance(request, dict) else None,
+        "path": path,
+        "model": _model(request, path),
         "status": status,
         "latency_s": round(time.monotonic() - started, 4),
         "request_bytes": len(body),
-        "response_bytes": size,
-        "usage": usage_of(kept),
+        "response_bytes": meter.size,
+        "usage": usage,
+        "tokens_in": tokens[0] if tokens else None,
+        "tokens_out": tokens[1] if tokens else None,
         "request": body[:_BODY_CAP].decode(errors="replace"),
-        "response": kept.decode(errors="replace"),
+        "response": bytes(meter.head).decode(errors="replace"),
     }
 
 
+def _model(request: Any, path: str) -> str | None:
+    """The model named in the request body, else in a Gemini path (`/models/<m>:<verb>`)."""
+    if isinstance(request, dict) and isinstance(request.get("model"), str):
+        return str(request["model"])
+    _, found, rest = urlsplit(path).path.partition("/models/")
+    model = rest.split(":", 1)[0]
+    return model if found and model else None
+
+
 def usage_of(body: bytes) -> dict[str, int] | None:
-    """Token usage from a JSON answer or an SSE stream (OpenAI and Anthropic shapes)."""
-    found: dict[str, int] = {}
-    documents = [_json(body)]
-    if not isinstance(documents[0], dict):
-        documents = [_json(line[5:]) for line in body.splitlines() if line.startswith(b"data:")]
-    for document in documents:
-        if not isinstance(document, dict):
-            continue
-        message = document.get("message")
-        nested = message.get("usage") if isinstance(message, dict) else None
-        for usage in (document.get("usage"), nested):
-            if isinstance(usage, dict):
-                for key, value in usage.items():
-                    if isinstance(value, int):
-                        found[key] = max(found.get(key, 0), value)
-    return found or None
+    """Token usage from a JSON answer, a JSON array of chunks or an SSE stream (OpenAI
+    chat and responses, Anthropic and Gemini shapes); cumulative counts keep their max."""
+    meter = UsageMeter()
+    meter.feed(body)
+    return meter.usage()
+
+
+def _usages(document: Any) -> list[dict[str, Any]]:
+    if not isinstance(document, dict):
+        return []
+    candidates = [document.get("usage"), document.get("usageMetadata")]
+    for wrapper in ("message", "response"):  # Anthropic message_start, OpenAI responses
+        inner = document.get(wrapper)
+        if isinstance(inner, dict):
+            candidates.append(inner.get("usage"))
+    return [usage for usage in candidates if isinstance(usage, dict)]
 
 
 def _json(data: bytes) -> Any:

@@ -12,6 +12,7 @@ catalog declares.
 from __future__ import annotations
 
 import hashlib
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -21,11 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sreforge_contracts import HarnessProfile, OperationalReadiness
+from sreforge_contracts import HarnessProfile, OperationalReadiness, RemoteSpec
 
 from sreforge_runner._bwrap import bwrap_prefix
-from sreforge_runner._errors import ProfileError
+from sreforge_runner._errors import ProfileError, SandboxError
 from sreforge_runner._settings import RunnerSettings
+from sreforge_runner._ssh import SshTransport
 from sreforge_runner._transcript import route_secrets
 
 __all__ = ["ProbeCheck", "ProbeRecord", "check_profile", "effective_readiness", "stored_probe"]
@@ -104,7 +106,9 @@ def _probe(
     if profile.command is None:
         return _blocked("runner", f"rein {profile.rein}: nothing to probe (no [command])")
     executable = profile.command.executable or profile.command.preset
-    with tempfile.TemporaryDirectory(prefix="sreforge-probe-") as scratch:
+    if profile.remote is not None:
+        return _probe_remote(profile.remote, executable, checks)
+    with tempfile.TemporaryDirectory(prefix="probe-") as scratch:
         prefix = _prefix(profile, settings, Path(scratch))
         if prefix:
             sandbox = _run("bubblewrap comes up", [*prefix, "/bin/true"], settings, checks)
@@ -119,6 +123,37 @@ def _probe(
         return _blocked("operator", f"`{executable} --version` failed {where}: {detail}")
     return OperationalReadiness(
         state="ready", reason="probe passed", owner="operator", evidence=found.first_line
+    )
+
+
+def _probe_remote(
+    remote: RemoteSpec, executable: str, checks: list[ProbeCheck]
+) -> OperationalReadiness:
+    """`<executable> --version` on the remote, over ssh pinned to the profile's host key."""
+    command = shlex.join([executable, "--version"])
+    with tempfile.TemporaryDirectory(prefix="probe-") as scratch:
+        transport = SshTransport(remote, Path(scratch) / "known_hosts")
+        transport.pin_host_key()
+        try:
+            output, code = transport.run(command, f"`{command}`"), 0
+        except SandboxError as error:
+            output, code = str(error), 1
+        finally:
+            transport.close()
+    first = (output.strip().splitlines() or [""])[0][:200]
+    checks.append(
+        ProbeCheck(
+            what=f"{command} on {transport.target}",
+            argv=("ssh", command),
+            exit_code=code,
+            output_sha256=hashlib.sha256(output.encode()).hexdigest(),
+            first_line=first,
+        )
+    )
+    if code != 0:
+        return _blocked("operator", output)
+    return OperationalReadiness(
+        state="ready", reason="probe passed", owner="operator", evidence=first
     )
 
 

@@ -22,9 +22,9 @@ from typing import Protocol
 
 from sreforge_contracts import Scenario, TimeoutKind
 
+from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._errors import ProfileError
 from sreforge_runner._process import Budgets, ProcessOutcome
-from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._settings import RunnerSettings
 
 __all__ = [
@@ -70,17 +70,17 @@ class Rein(Protocol):
         """The rein's name, as recorded in the evidence."""
         ...
 
-    async def start_session(self, sandbox: HostSandbox) -> None:
+    async def start_session(self, sandbox: AgentSandbox) -> None:
         """Prepare the agent's session inside a created sandbox."""
 
-    async def dispatch(self, sandbox: HostSandbox, budgets: Budgets) -> Dispatch:
+    async def dispatch(self, sandbox: AgentSandbox, budgets: Budgets) -> Dispatch:
         """Run the agent until it exits or one of its budgets fires."""
         ...
 
-    async def end_session(self, sandbox: HostSandbox) -> None:
+    async def end_session(self, sandbox: AgentSandbox) -> None:
         """Close the session (collect what the agent left)."""
 
-    async def cleanup_session(self, sandbox: HostSandbox) -> None:
+    async def cleanup_session(self, sandbox: AgentSandbox) -> None:
         """Release the session's resources; always called, even after a failure."""
 
 
@@ -90,17 +90,17 @@ class NoopRein:
 
     name: str = "noop"
 
-    async def start_session(self, sandbox: HostSandbox) -> None:
+    async def start_session(self, sandbox: AgentSandbox) -> None:
         """Nothing to start."""
 
-    async def dispatch(self, sandbox: HostSandbox, budgets: Budgets) -> Dispatch:
+    async def dispatch(self, sandbox: AgentSandbox, budgets: Budgets) -> Dispatch:
         """Return at once: the agent did nothing."""
         return Dispatch(stop_reason="no_action", duration_ms=0.0)
 
-    async def end_session(self, sandbox: HostSandbox) -> None:
+    async def end_session(self, sandbox: AgentSandbox) -> None:
         """Nothing to end."""
 
-    async def cleanup_session(self, sandbox: HostSandbox) -> None:
+    async def cleanup_session(self, sandbox: AgentSandbox) -> None:
         """Nothing to clean up."""
 
 
@@ -111,19 +111,19 @@ class CommandRein:
     name: str
     argv: tuple[str, ...]
 
-    async def start_session(self, sandbox: HostSandbox) -> None:
+    async def start_session(self, sandbox: AgentSandbox) -> None:
         """Nothing beyond the sandbox: the command is the session."""
 
-    async def dispatch(self, sandbox: HostSandbox, budgets: Budgets) -> Dispatch:
+    async def dispatch(self, sandbox: AgentSandbox, budgets: Budgets) -> Dispatch:
         """Run the command to its end or the total budget (a harness script may be quiet)."""
         started = time.monotonic()
         outcome = await sandbox.run(self.argv, Budgets(total_s=budgets.total_s))
         return Dispatch.of(outcome, started)
 
-    async def end_session(self, sandbox: HostSandbox) -> None:
+    async def end_session(self, sandbox: AgentSandbox) -> None:
         """The process group is already gone when dispatch returns."""
 
-    async def cleanup_session(self, sandbox: HostSandbox) -> None:
+    async def cleanup_session(self, sandbox: AgentSandbox) -> None:
         """Nothing held beyond the sandbox."""
 
 

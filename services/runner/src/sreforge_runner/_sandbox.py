@@ -4,8 +4,10 @@ Both give the agent its own process group, a scrubbed env, a fresh HOME and the
 workspace as cwd. Its directory (`<run_dir>/agent/`) holds the fresh HOME, the bin
 dir with `submit`, the agent's output log and its timestamped transcript. HOME and
 bin are removed on destroy; the log and transcript stay for the record.
-`host-open` is not a security boundary; `host-sandboxed` is, within the limits
-documented in `_bwrap`. `confinement` is the kind actually achieved: when bwrap
+`host-open` is not a security boundary (the host's network included);
+`host-sandboxed` is, within the limits documented in `_bwrap`, and its network is
+only the allowlisted loopback endpoints (`_egress`; their relays' folder goes on
+destroy too). `confinement` is the kind actually achieved: when bwrap
 cannot create its namespaces the sandbox falls back to `host-open` only if the
 profile allows it, and says so.
 """
@@ -31,6 +33,7 @@ from sreforge_runner._bwrap import (
     bwrap_prefix,
     probe_bwrap,
 )
+from sreforge_runner._egress import HostEgress, parse_endpoint
 from sreforge_runner._errors import SandboxError
 from sreforge_runner._process import Budgets, ProcessOutcome, kill_group, run_in_group
 from sreforge_runner._settings import RunnerSettings
@@ -41,7 +44,7 @@ __all__ = ["CONFINEMENT", "SESSION_MARKER", "HostSandbox"]
 CONFINEMENT: SandboxKind = "host-open"
 """The default confinement (the built-in reins run there)."""
 _PROCESS_FILE = "process.json"
-SESSION_MARKER = "SREFORGE_AGENT_SESSION"
+SESSION_MARKER = "AGENT_SESSION"
 """An env var set for every agent process: how survivors are found after teardown."""
 
 
@@ -56,10 +59,18 @@ class HostSandbox:
     fallback: SandboxKind | None = None
     install_paths: tuple[str, ...] = ()
     """Host folders bound read-only inside `host-sandboxed` (the agent's install)."""
+    endpoints: tuple[str, ...] = ()
+    """Loopback `http(s)://127.0.0.1:<port>` URLs the confined agent may reach (see
+    `_egress`); under `host-sandboxed` nothing else on the network exists for it."""
     confinement: SandboxKind | None = field(default=None, init=False)
     """The confinement achieved by `create` (None until then)."""
     downgrade: str | None = field(default=None, init=False)
     """Why `host-sandboxed` fell back to `host-open`, when it did."""
+    egress: HostEgress = field(init=False, repr=False)
+    """The host side of the egress allowlist (used only when confined)."""
+
+    def __post_init__(self) -> None:
+        self.egress = HostEgress(self.root / "net")
 
     @property
     def home(self) -> Path:
@@ -88,13 +99,19 @@ class HostSandbox:
 
     @property
     def marker(self) -> str:
-        """This session's value of `SREFORGE_AGENT_SESSION`."""
+        """This session's value of `AGENT_SESSION`."""
         return str(self.root.resolve())
 
     @property
     def confined(self) -> bool:
         """True when the agent runs under bubblewrap."""
         return self.confinement == "host-sandboxed"
+
+    def allow_endpoint(self, url: str) -> None:
+        """Let the confined agent reach `url`'s loopback host:port (call before `run`)."""
+        parse_endpoint(url)
+        if url not in self.endpoints:
+            self.endpoints = (*self.endpoints, url)
 
     def inside(self, host_path: Path) -> Path:
         """How a host path under the workspace or HOME looks to the agent."""
@@ -106,7 +123,7 @@ class HostSandbox:
         raise SandboxError(f"{host_path} is not visible inside the sandbox")
 
     def create(self) -> None:
-        """Make HOME (neutral git identity) and bin, install `submit`, ignore `.sreforge/`."""
+        """Make HOME (neutral git identity) and bin, install `submit`, ignore `.oncall/`."""
         if not (self.workspace / ".git").exists():
             raise SandboxError(f"workspace {self.workspace} is not a git checkout")
         self.confinement = self._confine()
@@ -127,9 +144,13 @@ class HostSandbox:
             return "host-open"
         if self.kind != "host-sandboxed":
             raise SandboxError(f"sandbox {self.kind}: not available on this runner yet")
+        for url in self.endpoints:  # one that cannot be relayed fails here, not mid-run
+            parse_endpoint(url)
         for folder in (self.home, self.bin_dir):
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        why = probe_bwrap(self._prefix())
+        self.egress.install()
+        # The probe goes through the relay: it proves the netns and the interpreter too.
+        why = probe_bwrap([*self._prefix(), *self.egress.command([])])
         if why is None:
             return "host-sandboxed"
         if self.fallback != "host-open":
@@ -139,8 +160,22 @@ class HostSandbox:
 
     def _prefix(self) -> list[str]:
         return bwrap_prefix(
-            self.settings.bwrap_path, self.workspace, self.home, self.bin_dir, self.install_paths
+            self.settings.bwrap_path,
+            self.workspace,
+            self.home,
+            self.bin_dir,
+            self.install_paths,
+            network=self.egress.folder,
         )
+
+    def network_metadata(self) -> dict[str, object]:
+        """What the agent's network was: the allowlist's ports when confined, else the host's."""
+        if self.confinement == "host-sandboxed":
+            ports = sorted({parse_endpoint(url).port for url in self.endpoints})
+            return {"egress": "allowlist", "egress_ports": ports}
+        if self.confinement == "host-open":
+            return {"egress": "host"}
+        return {}
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The agent's whole environment: the allowlist, PATH with `submit`, fresh HOME."""
@@ -165,7 +200,10 @@ class HostSandbox:
     ) -> ProcessOutcome:
         """Run the agent's command in the workspace within its budgets (stdin closed);
         raw output goes to `log_path` (default: the output log)."""
-        command = [*self._prefix(), *argv] if self.confined else list(argv)
+        command = list(argv)
+        if self.confined:
+            self.egress.open(parse_endpoint(url) for url in self.endpoints)
+            command = [*self._prefix(), *self.egress.command(argv)]
         return await run_in_group(
             command,
             cwd=self.workspace,
@@ -212,11 +250,13 @@ class HostSandbox:
                 psutil.Process(pid).kill()
 
     def destroy(self) -> None:
-        """Kill any survivor of the session, remove HOME and bin (the logs stay)."""
+        """Kill any survivor of the session, stop the egress relays, remove HOME, bin and
+        the relays' folder (the logs stay)."""
         for pid in self.survivors():
             with contextlib.suppress(psutil.Error):
                 psutil.Process(pid).kill()
-        for folder in (self.home, self.bin_dir):
+        self.egress.close()
+        for folder in (self.home, self.bin_dir, self.egress.folder):
             try:
                 shutil.rmtree(folder, ignore_errors=False)
             except FileNotFoundError:

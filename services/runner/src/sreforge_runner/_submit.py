@@ -1,9 +1,9 @@
 """The agent's `submit` command and the sentinel it leaves in the workspace.
 
 `submit` is a small POSIX shell script in a per-run bin dir (outside the
-workspace) on the agent's PATH. It writes `.sreforge/submitted` atomically (a
+workspace) on the agent's PATH. It writes `.oncall/submitted` (`SUBMISSION_DIR`) atomically (a
 temporary file renamed into place), after copying `--rca FILE` to
-`.sreforge/rca.md` the same way. `.sreforge/` is git-ignored through
+`.oncall/rca.md` the same way. The folder is git-ignored through
 `.git/info/exclude` and left out of the diff.
 """
 
@@ -13,6 +13,8 @@ import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+
+from sreforge_contracts import SUBMISSION_DIR
 
 __all__ = [
     "RCA_FILE",
@@ -24,7 +26,7 @@ __all__ = [
     "read_sentinel",
 ]
 
-SENTINEL_DIR = ".sreforge"
+SENTINEL_DIR = SUBMISSION_DIR
 SENTINEL_FILE = "submitted"
 RCA_FILE = "rca.md"
 
@@ -83,7 +85,7 @@ def install_submit(bin_dir: Path, workspace: Path) -> Path:
 
 
 def exclude_sentinel_dir(workspace: Path) -> None:
-    """Git-ignore `.sreforge/` in this clone only (`.git/info/exclude`), once."""
+    """Git-ignore the submission folder in this clone only (`.git/info/exclude`), once."""
     exclude = workspace / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     line = f"/{SENTINEL_DIR}/"

@@ -1,0 +1,107 @@
+"""What the gateway and the reins need of a sandbox, whichever kind it is.
+
+`HostSandbox` (`host-open`, `host-sandboxed`) and `RemoteSandbox` (`remote`) both
+offer it. Paths are host paths: the workspace, HOME, the logs and the transcript
+live on the runner's host (a remote sandbox syncs them around each `run`);
+`inside` says how a host path looks to the agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from sreforge_contracts import SandboxKind
+
+from sreforge_runner._process import Budgets, ProcessOutcome
+from sreforge_runner._settings import RunnerSettings
+
+__all__ = ["AgentSandbox"]
+
+
+class AgentSandbox(Protocol):
+    """One run's sandbox: made by `create`, used by a rein, removed by `destroy`."""
+
+    workspace: Path
+    root: Path
+    settings: RunnerSettings
+    kind: SandboxKind
+    confinement: SandboxKind | None
+    downgrade: str | None
+
+    @property
+    def home(self) -> Path:
+        """The agent's fresh HOME (host side)."""
+        ...
+
+    @property
+    def bin_dir(self) -> Path:
+        """The bin dir first on the agent's PATH (holds `submit`)."""
+        ...
+
+    @property
+    def log_path(self) -> Path:
+        """The agent's raw stdout and stderr."""
+        ...
+
+    @property
+    def transcript_path(self) -> Path:
+        """The agent's output lines as JSONL, stamped with the harness clock."""
+        ...
+
+    @property
+    def session_dir(self) -> Path:
+        """The session's files (the page, native transcripts), inside HOME."""
+        ...
+
+    @property
+    def confined(self) -> bool:
+        """True when the agent sees other paths than the host's (`inside` maps them)."""
+        ...
+
+    def inside(self, host_path: Path) -> Path:
+        """How a host path under the workspace or HOME looks to the agent."""
+        ...
+
+    def allow_endpoint(self, url: str) -> None:
+        """Let the agent reach a loopback `url` of the runner (or refuse, naming it)."""
+        ...
+
+    def network_metadata(self) -> dict[str, object]:
+        """What the agent's network was, for the evidence's metadata."""
+        ...
+
+    def create(self) -> None:
+        """Make the sandbox; `SandboxError` says why it cannot be made."""
+        ...
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The agent's whole environment."""
+        ...
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        budget_s: float | Budgets,
+        extra_env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> ProcessOutcome:
+        """Run a command of the agent in the workspace within its budgets (stdin closed)."""
+        ...
+
+    def survivors(self) -> list[int]:
+        """Pids of the session's processes still alive (should be none)."""
+        ...
+
+    def settled_survivors(self, within_s: float = 3.0) -> list[int]:
+        """Survivors still alive after giving killed processes `within_s` to unwind."""
+        ...
+
+    def kill_leftovers(self) -> None:
+        """Kill what an earlier, interrupted runner left running for this session."""
+        ...
+
+    def destroy(self) -> None:
+        """Kill any survivor and remove what `create` made (the logs stay)."""
+        ...

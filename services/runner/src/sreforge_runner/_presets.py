@@ -1,0 +1,125 @@
+"""How each CLI preset reaches its model through the proxy: one table, here.
+
+`PROXY_PRESETS` says, per preset, the proxy flavor (the provider API the CLI
+speaks), the provider's default base URL, the env var(s) the CLI reads its base
+URL from, the env var it reads its key from, and config files some CLIs need
+under HOME. The proxy is on by default for these presets; a profile changes it
+with metadata:
+
+- `proxy = "off"` turns it off (the agent then gets its routed key, as before);
+- `proxy = "openai" | "anthropic" | "gemini"` picks a flavor (also for `custom`);
+- `upstream = <base URL>` repoints it (Ollama, vLLM, a company gateway);
+- `proxy_url_env` / `proxy_key_env` rename the variables the agent gets.
+
+Facts per CLI (reference/harness.md §7.4/§7.6 and the CLIs' docs and issues):
+
+- claude-code: `ANTHROPIC_BASE_URL`, and `ANTHROPIC_API_KEY` (sent as `x-api-key`),
+  honoured by `--print` without a prompt.
+- codex: `OPENAI_BASE_URL` is deprecated and ignored from 0.118 on (openai/codex
+  #16719); the top-level `openai_base_url` in `$CODEX_HOME/config.toml` is read, so
+  both are set. Key from `OPENAI_API_KEY`. Codex speaks the Responses API.
+- gemini-cli: the Gemini API (generativelanguage.googleapis.com) is neither
+  OpenAI- nor Anthropic-shaped (model in the path, key in `x-goog-api-key` or
+  `?key=`), hence its own pass-through flavor. Base URL from
+  `GOOGLE_GEMINI_BASE_URL` (honoured since google-gemini/gemini-cli#25357, 2026-04;
+  http is accepted for localhost only; an older CLI ignores it and fails auth with
+  the dummy key rather than leak anything), key from `GEMINI_API_KEY`.
+- aider and mini-swe-agent use litellm: `OPENAI_API_BASE` (aider's docs) and
+  `OPENAI_BASE_URL` (litellm reads either) with `OPENAI_API_KEY`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import cast, get_args
+from urllib.parse import urlsplit
+
+from sreforge_contracts import HarnessProfile
+
+from sreforge_runner._errors import ProfileError
+from sreforge_runner._proxy import ProxyFlavor
+
+__all__ = ["PROXY_PRESETS", "ProxyPlan", "proxy_plan"]
+
+
+@dataclass(frozen=True)
+class ProxyPlan:
+    """Where a session's proxy forwards, and how the agent is pointed at it."""
+
+    flavor: ProxyFlavor
+    upstream: str
+    url_envs: tuple[str, ...]
+    key_env: str
+    config_files: tuple[tuple[str, str], ...] = ()
+    """(path under HOME, text) written at session start; `{proxy_url}` is filled."""
+
+
+_OPENAI = ProxyPlan("openai", "https://api.openai.com/v1", ("OPENAI_BASE_URL",), "OPENAI_API_KEY")
+_ANTHROPIC = ProxyPlan(
+    "anthropic", "https://api.anthropic.com", ("ANTHROPIC_BASE_URL",), "ANTHROPIC_API_KEY"
+)
+_GEMINI = ProxyPlan(
+    "gemini",
+    "https://generativelanguage.googleapis.com",
+    ("GOOGLE_GEMINI_BASE_URL",),
+    "GEMINI_API_KEY",
+)
+_FLAVORS: Mapping[ProxyFlavor, ProxyPlan] = {
+    "openai": _OPENAI,
+    "anthropic": _ANTHROPIC,
+    "gemini": _GEMINI,
+}
+_LITELLM_URL_ENVS = ("OPENAI_API_BASE", "OPENAI_BASE_URL")
+
+PROXY_PRESETS: Mapping[str, ProxyPlan] = {
+    "claude-code": _ANTHROPIC,
+    "codex": ProxyPlan(
+        "openai",
+        "https://api.openai.com/v1",
+        ("OPENAI_BASE_URL",),
+        "OPENAI_API_KEY",
+        config_files=((".codex/config.toml", 'openai_base_url = "{proxy_url}"\n'),),
+    ),
+    "gemini-cli": _GEMINI,
+    "aider": ProxyPlan("openai", "https://api.openai.com/v1", _LITELLM_URL_ENVS, "OPENAI_API_KEY"),
+    "mini-swe-agent": ProxyPlan(
+        "openai", "https://api.openai.com/v1", _LITELLM_URL_ENVS, "OPENAI_API_KEY"
+    ),
+}
+"""Per CLI preset: the proxy flavor, default upstream, env names and config files."""
+
+
+def proxy_plan(profile: HarnessProfile) -> ProxyPlan | None:
+    """The profile's proxy plan: its preset's row with metadata overrides; None when off."""
+    metadata = profile.metadata
+    preset = PROXY_PRESETS.get(profile.command.preset) if profile.command else None
+    choice = metadata.get("proxy", "on" if preset else "off")
+    if choice == "off":
+        return None
+    if choice == "on":
+        if preset is None:
+            raise ProfileError(
+                f"agent {profile.name}: metadata.proxy = 'on' needs a preset with a proxy "
+                f"({', '.join(PROXY_PRESETS)}); name a flavor ({', '.join(_FLAVORS)}) instead"
+            )
+        choice = preset.flavor
+    if choice not in get_args(ProxyFlavor):
+        raise ProfileError(
+            f"agent {profile.name}: metadata.proxy: {choice!r} is not one of "
+            f"on, off, {', '.join(_FLAVORS)}"
+        )
+    flavor = cast(ProxyFlavor, choice)
+    base = preset if preset is not None and preset.flavor == flavor else _FLAVORS[flavor]
+    upstream = metadata.get("upstream") or base.upstream
+    target = urlsplit(upstream)
+    if target.scheme not in ("http", "https") or not target.netloc:
+        raise ProfileError(f"agent {profile.name}: metadata.upstream: {upstream!r} is not a URL")
+    url_env = metadata.get("proxy_url_env")
+    return ProxyPlan(
+        flavor=flavor,
+        upstream=upstream,
+        url_envs=(url_env,) if url_env else base.url_envs,
+        key_env=metadata.get("proxy_key_env") or base.key_env,
+        config_files=base.config_files,
+    )

@@ -6,12 +6,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
-from sreforge_contracts import OracleSignal
-
 from sreforge_oracle._model import GradingConfig, GradingSample
-from sreforge_oracle._window import Finding, Window, first_gap, first_lasting_run
+from sreforge_oracle._window import Finding, Window, first_gap, first_lasting_run, gate
 
 __all__ = ["assess_load"]
+
+_ID = "load_held"
 
 _Shortfall = Literal["died", "app_down", "throttled"]
 
@@ -37,26 +37,29 @@ def assess_load(config: GradingConfig, window: Window) -> Finding:
     gap = first_gap(graded, config.load_grace_seconds, config.sample_gap_limit)
     shortfall = _first_shortfall(config, graded)
     if shortfall:
-        return _settled(False, _shortfall_detail(config, shortfall))
+        return gate(_ID, False, _shortfall_detail(config, shortfall))
     if gap is not None:
-        return _settled(
+        return gate(
+            _ID,
             False,
             f"load not observed from t={gap[0]:.1f}s to t={gap[1]:.1f}s "
             f"(limit {config.sample_gap_limit:.1f}s without a sample)",
         )
     if not graded:
         if window.complete:
-            return _settled(
-                False, f"no sample after the {config.load_grace_seconds:.1f}s load grace period"
+            return gate(
+                _ID,
+                False,
+                f"no sample after the {config.load_grace_seconds:.1f}s load grace period",
             )
-        return Finding(_signal(False, "load not observed yet"), best_value=1.0)
+        return gate(_ID, False, "load not observed yet", settled=False)
     lowest = min(_ratio(sample) for sample in graded)
     detail = (
         f"achieved >= {config.load_min_ratio:.0%} of target at {len(graded)} samples "
         f"from t={graded[0].offset_seconds:.1f}s to t={graded[-1].offset_seconds:.1f}s "
         f"(lowest {lowest:.0%})"
     )
-    return _settled(True, detail)
+    return gate(_ID, True, detail)
 
 
 def _first_shortfall(
@@ -103,14 +106,3 @@ def _shortfall_detail(
 
 def _rate(value: float | None) -> str:
     return "none" if value is None else f"{value:.1f} rps"
-
-
-def _settled(satisfied: bool, detail: str) -> Finding:
-    signal = _signal(satisfied, detail)
-    return Finding(signal, best_value=signal.value)
-
-
-def _signal(satisfied: bool, detail: str) -> OracleSignal:
-    return OracleSignal(
-        id="load_held", satisfied=satisfied, value=float(satisfied), weight=0.0, detail=detail
-    )

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sreforge_contracts import OracleSignal
-
 from sreforge_oracle._model import GradingConfig, GradingSample
-from sreforge_oracle._window import Finding, Window, first_gap, first_lasting_run
+from sreforge_oracle._window import Finding, Window, first_gap, first_lasting_run, gate
 
 __all__ = ["assess_service"]
+
+_ID = "service_held"
 
 
 def assess_service(config: GradingConfig, window: Window) -> Finding | None:
@@ -38,20 +38,22 @@ def assess_service(config: GradingConfig, window: Window) -> Finding | None:
         graded, lambda s: _is_short(minimum, s), config.service_dip_tolerance_seconds
     )
     if short:
-        return _settled(False, _short_detail(minimum, _whole_run(minimum, graded, short[0])))
+        return gate(_ID, False, _short_detail(minimum, _whole_run(minimum, graded, short[0])))
     gap = first_gap(graded, grace, config.sample_gap_limit)
     if gap is not None:
-        return _settled(
+        return gate(
+            _ID,
             False,
             f"answers not observed from t={gap[0]:.1f}s to t={gap[1]:.1f}s "
             f"(limit {config.sample_gap_limit:.1f}s without a sample)",
         )
     if not graded:
         if window.complete:
-            return _settled(False, f"no sample after the {grace:.1f}s load grace period")
-        return Finding(_signal(False, "answers not observed yet"), best_value=1.0)
+            return gate(_ID, False, f"no sample after the {grace:.1f}s load grace period")
+        return gate(_ID, False, "answers not observed yet", settled=False)
     lowest = min(s.service_ok_ratio or 0.0 for s in graded)
-    return _settled(
+    return gate(
+        _ID,
         True,
         f"ok answers >= {minimum:.0%} of those checked at {len(graded)} samples "
         f"from t={graded[0].offset_seconds:.1f}s to t={graded[-1].offset_seconds:.1f}s "
@@ -98,15 +100,4 @@ def _short_detail(minimum: float, run: Sequence[GradingSample]) -> str:
         f"service not held {when}: only {share} of the load's checked answers were ok "
         f"(need >= {minimum:.0%}); the rest were degraded (a 2xx short of a complete "
         f"answer) or failed (error or timeout){tally}"
-    )
-
-
-def _settled(satisfied: bool, detail: str) -> Finding:
-    signal = _signal(satisfied, detail)
-    return Finding(signal, best_value=signal.value)
-
-
-def _signal(satisfied: bool, detail: str) -> OracleSignal:
-    return OracleSignal(
-        id="service_held", satisfied=satisfied, value=float(satisfied), weight=0.0, detail=detail
     )

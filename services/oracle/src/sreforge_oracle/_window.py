@@ -9,7 +9,7 @@ from sreforge_contracts import OracleSignal
 
 from sreforge_oracle._model import GradingConfig, GradingSample
 
-__all__ = ["Finding", "Window", "first_gap", "first_lasting_run", "window_of"]
+__all__ = ["Finding", "Window", "first_gap", "first_lasting_run", "gate", "window_of"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,14 @@ class Finding:
 
     signal: OracleSignal
     best_value: float
+
+
+def gate(signal_id: str, satisfied: bool, detail: str, *, settled: bool = True) -> Finding:
+    """A weight-0 integrity gate's finding; unsettled (not observed yet) it may still hold."""
+    signal = OracleSignal(
+        id=signal_id, satisfied=satisfied, value=float(satisfied), weight=0.0, detail=detail
+    )
+    return Finding(signal, best_value=signal.value if settled else 1.0)
 
 
 @dataclass(frozen=True)

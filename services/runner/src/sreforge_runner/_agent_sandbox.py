@@ -17,7 +17,42 @@ from sreforge_contracts import SandboxKind
 from sreforge_runner._process import Budgets, ProcessOutcome
 from sreforge_runner._settings import RunnerSettings
 
-__all__ = ["AgentSandbox"]
+__all__ = ["AgentSandbox", "SessionLayout"]
+
+
+class SessionLayout:
+    """The host side of one session under `root` (`<run_dir>/agent/`), for every kind.
+
+    HOME and bin go on destroy; the output log and the stamped transcript stay for
+    the record.
+    """
+
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        """The agent's fresh HOME (host side)."""
+        return self.root / "home"
+
+    @property
+    def bin_dir(self) -> Path:
+        """The bin dir put first on the agent's PATH (holds `submit`)."""
+        return self.root / "bin"
+
+    @property
+    def log_path(self) -> Path:
+        """The agent's stdout and stderr."""
+        return self.root / "output.log"
+
+    @property
+    def transcript_path(self) -> Path:
+        """The agent's output lines as JSONL, each stamped with the harness clock."""
+        return self.root / "stream.jsonl"
+
+    @property
+    def session_dir(self) -> Path:
+        """The session's files (the page, native transcripts), inside HOME."""
+        return self.home / "session"
 
 
 class AgentSandbox(Protocol):

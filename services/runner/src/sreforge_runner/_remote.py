@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 
 from sreforge_contracts import RemoteSpec, SandboxKind
 
+from sreforge_runner._agent_sandbox import SessionLayout
 from sreforge_runner._errors import SandboxError
 from sreforge_runner._process import Budgets, ProcessOutcome, run_in_group
 from sreforge_runner._sandbox import SESSION_MARKER
@@ -51,7 +52,7 @@ _ENV_NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 
 
 @dataclass
-class RemoteSandbox:
+class RemoteSandbox(SessionLayout):
     """The agent's sandbox on an ssh host (`remote`), driven from the runner's host."""
 
     workspace: Path
@@ -71,31 +72,6 @@ class RemoteSandbox:
 
     def __post_init__(self) -> None:
         self._ssh = SshTransport(self.spec, self.root / _KNOWN_HOSTS)
-
-    @property
-    def home(self) -> Path:
-        """The agent's fresh HOME (host copy)."""
-        return self.root / "home"
-
-    @property
-    def bin_dir(self) -> Path:
-        """The bin dir put first on the agent's PATH (holds `submit`)."""
-        return self.root / "bin"
-
-    @property
-    def log_path(self) -> Path:
-        """The agent's stdout and stderr, as streamed back."""
-        return self.root / "output.log"
-
-    @property
-    def transcript_path(self) -> Path:
-        """The agent's output lines as JSONL, each stamped with the harness clock."""
-        return self.root / "stream.jsonl"
-
-    @property
-    def session_dir(self) -> Path:
-        """The session's files (the page, native transcripts), inside HOME."""
-        return self.home / "session"
 
     @property
     def marker(self) -> str:

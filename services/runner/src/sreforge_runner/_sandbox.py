@@ -26,6 +26,7 @@ from pathlib import Path
 import psutil
 from sreforge_contracts import SandboxKind
 
+from sreforge_runner._agent_sandbox import SessionLayout
 from sreforge_runner._bwrap import (
     SANDBOX_BIN,
     SANDBOX_HOME,
@@ -49,7 +50,7 @@ SESSION_MARKER = "AGENT_SESSION"
 
 
 @dataclass
-class HostSandbox:
+class HostSandbox(SessionLayout):
     """The agent's host-side sandbox for one run."""
 
     workspace: Path
@@ -71,31 +72,6 @@ class HostSandbox:
 
     def __post_init__(self) -> None:
         self.egress = HostEgress(self.root / "net")
-
-    @property
-    def home(self) -> Path:
-        """The agent's fresh HOME."""
-        return self.root / "home"
-
-    @property
-    def bin_dir(self) -> Path:
-        """The bin dir put first on the agent's PATH (holds `submit`)."""
-        return self.root / "bin"
-
-    @property
-    def log_path(self) -> Path:
-        """The agent's stdout and stderr."""
-        return self.root / "output.log"
-
-    @property
-    def transcript_path(self) -> Path:
-        """The agent's output lines as JSONL, each stamped with the harness clock."""
-        return self.root / "stream.jsonl"
-
-    @property
-    def session_dir(self) -> Path:
-        """The session's files (the page, native transcripts), inside the private HOME."""
-        return self.home / "session"
 
     @property
     def marker(self) -> str:

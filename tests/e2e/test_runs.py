@@ -495,9 +495,13 @@ def assert_no_canary_reached(run: Run, record_dir: Path, said: list[str]) -> Non
 
 @pytest.mark.timeout(300)
 def test_negative_fixture_fails(pool: RunPool) -> None:
-    """The known-bad fix (a longer TTL) is deployed but does not mitigate: failed."""
+    """The known-bad fix (a longer TTL) is deployed but does not mitigate: failed, and not
+    by a hair: the alert the deploy's drain let resolve is not credited as cleared."""
     run, outcome, record = finished(pool, "negative")
     assert outcome["verdict"] == "failed", f"{outcome}\n{run.progress}"
+    signals = {found["id"]: found for found in record["score"]["signals"]}
+    assert not signals["alert_cleared"]["satisfied"], signals["alert_cleared"]
+    assert record["score"]["score"] < 0.5
     assert run.exit_code == 1
     assert record["ci"]["green"]
     assert record["deploy"]["redeployed"]

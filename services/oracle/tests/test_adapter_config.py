@@ -33,15 +33,20 @@ class UseCases(Protocol):
 
 
 def test_grading_config_scales_the_manifest_and_derives_cadence(use_cases: UseCases) -> None:
-    """Windows x time scale; probe 1 s x scale; load grace = scrape interval + warm-up."""
+    """Windows x time scale; probe 1 s x scale; load grace = scrape interval + warm-up; a
+    clear counts after the grace, the alert's `for` and two evaluations."""
     use_cases.add("quiet", "NeverFires", sustained=360, max_clear=600)
     manifest = find_manifest(use_cases.root, "quiet")
-    config = grading_config(manifest, 0.1, PrometheusTiming(0.5, 0.4), load_warmup_seconds=1.0)
+    timing = PrometheusTiming(0.5, 0.4, alert_for_seconds=3.0)
+    config = grading_config(manifest, 0.1, timing, load_warmup_seconds=1.0)
     assert config.alert_to_clear == "NeverFires"
     assert config.max_clear_time_seconds == pytest.approx(60)
     assert config.sustained_clear_seconds == pytest.approx(36)
     assert config.probe_interval_seconds == pytest.approx(0.1)
     assert config.load_grace_seconds == pytest.approx(1.4)
+    assert config.clear_settle_seconds == pytest.approx(1.4 + 3.0 + 2 * 0.5)  # grace+for+2 evals
+    assert config.load_dip_tolerance_seconds == pytest.approx(0.4)  # one scrape
+    assert config.service_dip_tolerance_seconds == pytest.approx(0.4)
     assert config.scope == frozenset({"api"})
     assert config.pass_threshold == 0.85
     assert config.weights["alert_cleared"] == 0.35

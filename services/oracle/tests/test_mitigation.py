@@ -473,3 +473,32 @@ def test_an_early_stop_never_changes_the_verdict(weights: str | None) -> None:
                 assert stopped.score == full.score, (states, n)
             break
     assert early > 0
+
+
+def test_a_clear_before_the_settle_time_does_not_count() -> None:
+    """A drained deploy lets the alert resolve, then the resumed load fires it again: the
+    early not-firing samples are no clear once the config says when a clear counts, so
+    the known-bad fix fails alert_cleared instead of scoring it."""
+    drained_then_refired = Series("III" + "F" * 9)
+    naive = graded(drained_then_refired)
+    assert signals(naive)["alert_cleared"][0]  # what a t=0 clear used to earn
+    settled = graded(drained_then_refired, config(clear_settle_seconds=3.0))
+    assert not signals(settled)["alert_cleared"][0]
+    assert "from t=3.0s" in detail(settled, "alert_cleared")
+    assert settled.verdict == "failed"
+    assert not signals(settled)["time_to_clear"][0]
+
+
+def test_a_real_fix_clears_at_the_settle_time() -> None:
+    """A fix that stays clear is credited from the settle time on, with its time to clear."""
+    result = graded(Series("I" * 12), config(clear_settle_seconds=3.0, sustained_clear_seconds=5))
+    assert signals(result)["alert_cleared"] == (True, 1.0)
+    assert "t=3.0s" in detail(result, "alert_cleared")
+    assert signals(result)["time_to_clear"] == (True, pytest.approx(0.7))
+    assert result.verdict == "passed"
+
+
+def test_the_settle_time_must_leave_room_to_clear() -> None:
+    """A settle time at or past max_clear_time_seconds could never credit a clear."""
+    with pytest.raises(ValidationError, match="clear_settle_seconds"):
+        config(clear_settle_seconds=10.0)

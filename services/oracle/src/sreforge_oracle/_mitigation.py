@@ -134,13 +134,24 @@ def _alert_cleared(config: GradingConfig, window: Window) -> Finding:
     if window.clear is not None:
         at, state = window.clear.offset_seconds, window.clear.target_state
         return _settled(
-            config, "alert_cleared", True, f"{name} {state} at t={at:.1f}s (limit {limit:.1f}s)"
+            config,
+            "alert_cleared",
+            True,
+            f"{name} {state} at t={at:.1f}s (limit {limit:.1f}s{_settle(config)})",
         )
     if window.complete:
-        detail = f"{name} still firing at every sample through t={limit:.1f}s"
+        settle = config.clear_settle_seconds
+        detail = f"{name} firing at every sample from t={settle:.1f}s through t={limit:.1f}s"
         return _settled(config, "alert_cleared", False, detail)
     detail = f"{name} still firing when grading stopped at t={window.last_offset:.1f}s"
     return _open(config, "alert_cleared", detail, best_value=1.0)
+
+
+def _settle(config: GradingConfig) -> str:
+    settle = config.clear_settle_seconds
+    if not settle:
+        return ""
+    return f"; counted from t={settle:.1f}s, once the alert had judged the resumed load"
 
 
 def _time_to_clear(config: GradingConfig, window: Window) -> Finding:

@@ -55,7 +55,10 @@ class GradingConfig(_Frozen):
     observed; keep it at or below the Prometheus evaluation interval so that no
     firing evaluation can fall between two samples. `service_min_ok_ratio` declares
     the `service_held` gate (the load generator's checked answers must stay this
-    complete); `None` means the run is not gated on it.
+    complete); `None` means the run is not gated on it. `clear_settle_seconds` is
+    when a not-firing sample starts to count as the alert's clear: a deploy that
+    drains the load lets any alert resolve, so "not firing" means something only
+    once the alert has evaluated the resumed load for its `for` duration.
     """
 
     alert_to_clear: str = Field(min_length=1)
@@ -71,6 +74,7 @@ class GradingConfig(_Frozen):
     load_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
     service_min_ok_ratio: float | None = Field(default=None, gt=0, le=1)
     service_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
+    clear_settle_seconds: float = Field(default=0.0, ge=0)
 
     @field_validator("weights")
     @classmethod
@@ -84,6 +88,15 @@ class GradingConfig(_Frozen):
         if sum(weights.values()) <= 0:
             raise ValueError("the weights must not all be zero")
         return weights
+
+    @model_validator(mode="after")
+    def _settle_within_clear_time(self) -> GradingConfig:
+        if self.clear_settle_seconds >= self.max_clear_time_seconds:
+            raise ValueError(
+                f"clear_settle_seconds ({self.clear_settle_seconds}) must be below "
+                f"max_clear_time_seconds ({self.max_clear_time_seconds})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _gap_not_below_interval(self) -> GradingConfig:

@@ -148,8 +148,8 @@ class PrometheusProbe:
         }
         return _matrix(await self._get_data(url, params, endpoint), endpoint)
 
-    async def rule_interval(self, alert: str) -> float:
-        """The evaluation interval (seconds) of the rule group that holds the alerting rule."""
+    async def rule_timing(self, alert: str) -> tuple[float, float]:
+        """The alerting rule's (group evaluation interval, `for` duration) in seconds."""
         endpoint = f"{self._base}/api/v1/rules"
         data = await self._get_data(endpoint, {"type": "alert"})
         groups = data.get("groups") if isinstance(data, dict) else None
@@ -157,10 +157,14 @@ class PrometheusProbe:
             raise ProbeError("expected data.groups to be a list", endpoint=endpoint)
         for group in groups:
             rules = group.get("rules") if isinstance(group, dict) else None
-            names = {r.get("name") for r in rules if isinstance(r, dict)} if rules else set()
+            rule = next(
+                (r for r in rules or () if isinstance(r, dict) and r.get("name") == alert), None
+            )
             interval = group.get("interval") if isinstance(group, dict) else None
-            if alert in names and isinstance(interval, int | float) and interval > 0:
-                return float(interval)
+            if rule is not None and isinstance(interval, int | float) and interval > 0:
+                duration = rule.get("duration")
+                hold = float(duration) if isinstance(duration, int | float) else 0.0
+                return float(interval), hold
         raise ProbeError(f"no alerting rule named {alert!r} is loaded", endpoint=endpoint)
 
     async def scrape_interval(self) -> float | None:

@@ -47,6 +47,8 @@ class PrometheusTiming:
     eval_interval_seconds: float
     """Of the rule group holding the target alert."""
     scrape_interval_seconds: float
+    alert_for_seconds: float = 0.0
+    """The target alert's `for` duration."""
 
 
 def find_manifest(use_cases_dir: Path, scenario_id: str) -> ScenarioManifest:
@@ -67,10 +69,15 @@ def grading_config(
     """The manifest's windows x `time_scale`, its weights, threshold, scope and gates.
 
     The probe runs every 1 s x scale, never coarser than the eval interval;
-    load is judged from one scrape plus the generator's warm-up after `Deployed`.
+    load is judged from one scrape plus the generator's warm-up after `Deployed`;
+    the alert's clear counts once it has judged that load for its `for` duration
+    plus two evaluations (capped at half of max_clear_time_seconds); the gates
+    tolerate a shortfall shorter than one scrape interval.
     """
     windows = manifest.eval_only(time_scale)
     verify = manifest.verify
+    load_grace = timing.scrape_interval_seconds + load_warmup_seconds
+    settle = load_grace + timing.alert_for_seconds + 2 * timing.eval_interval_seconds
     return GradingConfig(
         alert_to_clear=windows.alert_to_clear,
         max_clear_time_seconds=windows.max_clear_time_seconds,
@@ -79,7 +86,11 @@ def grading_config(
         weights=dict(verify.weights),
         pass_threshold=verify.pass_threshold,
         scope=frozenset(verify.scope) or None,
-        load_grace_seconds=timing.scrape_interval_seconds + load_warmup_seconds,
+        load_grace_seconds=load_grace,
+        # One missed probe of a busy machine is no death: a shortfall must outlast a scrape.
+        load_dip_tolerance_seconds=timing.scrape_interval_seconds,
+        service_dip_tolerance_seconds=timing.scrape_interval_seconds,
+        clear_settle_seconds=min(settle, windows.max_clear_time_seconds / 2),
         service_min_ok_ratio=verify.service_min_ok_ratio,
     )
 

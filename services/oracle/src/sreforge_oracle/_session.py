@@ -170,7 +170,8 @@ class _Checkpoint:
 
 
 async def _timing(probe: PrometheusProbe, alert: str, wait_seconds: float) -> PrometheusTiming:
-    """The run's eval and scrape intervals, read from its Prometheus (already time-scaled).
+    """The run's eval and scrape intervals and the alert's `for`, read from its Prometheus
+    (already time-scaled).
 
     Retried for `wait_seconds`. A target alert that is not a loaded rule is an
     error: it would read "inactive" forever and pass any fix.
@@ -178,11 +179,12 @@ async def _timing(probe: PrometheusProbe, alert: str, wait_seconds: float) -> Pr
     deadline = time.monotonic() + wait_seconds
     while True:
         try:
-            evaluation = await probe.rule_interval(alert)
+            evaluation, hold = await probe.rule_timing(alert)
             scrape = await probe.scrape_interval()
         except ProbeError:
             if time.monotonic() >= deadline:
                 raise
             await asyncio.sleep(0.2)
         else:
-            return PrometheusTiming(evaluation, scrape if scrape is not None else evaluation)
+            scrape = scrape if scrape is not None else evaluation
+            return PrometheusTiming(evaluation, scrape, alert_for_seconds=hold)

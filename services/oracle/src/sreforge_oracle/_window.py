@@ -39,8 +39,8 @@ class Window:
     The window runs from `Deployed` (offset 0) to `end`: first clear +
     sustained_clear_seconds, or max_clear_time_seconds when the alert has not
     cleared. `samples` stops at the first sample at or past `end`; `complete`
-    says such a sample exists. `clear` is the first not-firing sample within
-    max_clear_time_seconds.
+    says such a sample exists. `clear` is the first not-firing sample from
+    clear_settle_seconds to max_clear_time_seconds.
     """
 
     samples: tuple[GradingSample, ...]
@@ -61,7 +61,7 @@ def window_of(config: GradingConfig, samples: Sequence[GradingSample]) -> Window
         (
             sample
             for sample in ordered
-            if sample.offset_seconds <= config.max_clear_time_seconds
+            if config.clear_settle_seconds <= sample.offset_seconds <= config.max_clear_time_seconds
             and sample.target_state != "firing"
         ),
         None,

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from sreforge_contracts import CommandSpec, ExecutionRequest, HarnessProfile
+from sreforge_contracts import CommandSpec, ExecutionRequest, HarnessProfile, RemoteSpec
 from sreforge_runner import (
     SUBMIT_ON_EXIT,
     ProfileError,
@@ -152,6 +152,20 @@ def test_profile_metadata_turns_the_proxy_off_repoints_or_renames_it() -> None:
     assert renamed is not None
     assert (renamed.flavor, renamed.url_envs, renamed.key_env) == ("gemini", ("G_URL",), "G_KEY")
     assert renamed.upstream == "https://generativelanguage.googleapis.com"
+
+
+def test_a_remote_preset_runs_without_the_proxy() -> None:
+    """The proxy listens on the runner's loopback, which a remote sandbox cannot reach: a
+    preset there defaults to no proxy (its key is routed), and asking for one says why."""
+    remote = RemoteSpec(
+        host="agents.example.invalid", user="agent", host_key="ssh-ed25519 AAAA", identity_env="K"
+    )
+    codex = load_catalog(CATALOG)["codex"]
+    moved = codex.model_copy(update={"sandbox": "remote", "remote": remote})
+    assert proxy_plan(moved) is None
+    forced = moved.model_copy(update={"metadata": {"proxy": "openai"}})
+    with pytest.raises(ProfileError, match="remote sandbox cannot reach"):
+        proxy_plan(forced)
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,8 @@ under HOME. The proxy is on by default for these presets; a profile changes it
 with metadata:
 
 - `proxy = "off"` turns it off (the agent then gets its routed key, as before);
+  it is off by default, and cannot be on, in a `remote` sandbox (the proxy listens
+  on the runner's loopback, which ssh does not forward);
 - `proxy = "openai" | "anthropic" | "gemini"` picks a flavor (also for `custom`);
 - `upstream = <base URL>` repoints it (Ollama, vLLM, a company gateway);
 - `proxy_url_env` / `proxy_key_env` rename the variables the agent gets.
@@ -94,9 +96,15 @@ def proxy_plan(profile: HarnessProfile) -> ProxyPlan | None:
     """The profile's proxy plan: its preset's row with metadata overrides; None when off."""
     metadata = profile.metadata
     preset = PROXY_PRESETS.get(profile.command.preset) if profile.command else None
-    choice = metadata.get("proxy", "on" if preset else "off")
+    remote = profile.sandbox == "remote"
+    choice = metadata.get("proxy", "on" if preset and not remote else "off")
     if choice == "off":
         return None
+    if remote:  # the proxy listens on the runner's loopback; ssh forwards nothing
+        raise ProfileError(
+            f"agent {profile.name}: metadata.proxy = {choice!r}: a remote sandbox cannot "
+            "reach the runner's model proxy; leave it off (the key is routed to the remote)"
+        )
     if choice == "on":
         if preset is None:
             raise ProfileError(

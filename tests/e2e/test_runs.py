@@ -21,6 +21,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -118,6 +119,8 @@ def _plug_in_fake_cli(run: Run) -> None:
     for path in (*run.canaries.files, REPO / "pyproject.toml"):
         probes += ["--try-read", str(path)]
     probes += ["--try-env", CANARY_ENV]
+    run.bystander = socket.create_server(("127.0.0.1", 0))  # reachable from the host
+    probes += ["--try-tcp", f"127.0.0.1:{run.bystander.getsockname()[1]}"]
     catalog = run.root / "agents"
     shutil.copytree(REPO / "agents", catalog)
     (catalog / f"{FAKE_CLI}.toml").write_text(_readme_profile(args=probes))
@@ -197,6 +200,8 @@ class Run:
     extra_env: dict[str, str] = field(default_factory=dict)
     canaries: Canaries | None = None
     check_output: str = ""
+    bystander: socket.socket | None = None
+    """A host listener the run's agent must not reach (its network namespace)."""
 
     @property
     def agent_logs(self) -> Path:
@@ -304,6 +309,9 @@ class RunPool:
                 _kill_session(run.pid)
         for thread in self._threads:
             thread.join(timeout=30)
+        for run in self.runs.values():
+            if run.bystander is not None:
+                run.bystander.close()
 
 
 def _prepared(name: str, spec: RunSpec, root: Path) -> Run:
@@ -446,7 +454,8 @@ def test_plugged_in_cli_agent_mitigates_and_reaches_no_secret(pool: RunPool) -> 
     """The README's walk-through with a scripted CLI agent: `agents check` makes it ready;
     in bubblewrap it reads the page, reverts the culprit and submits an RCA; the run passes
     with a `host-sandboxed` transcript; no canary (env secret, engine-home and scenario
-    files, verify/, solution/, the checkout) was readable or appears in anything kept."""
+    files, verify/, solution/, the checkout, a host port) was readable or appears in anything
+    kept; the addresses on the page are reachable from its network namespace."""
     run, outcome, record = finished(pool, "cli-agent")
     assert "readiness READY" in run.check_output, run.check_output
     assert outcome["verdict"] == "passed", f"{outcome}\n{run.progress}"
@@ -459,6 +468,9 @@ def test_plugged_in_cli_agent_mitigates_and_reaches_no_secret(pool: RunPool) -> 
     said = [line["text"] for line in transcript["raw_json"]["lines"]]
     for step in ("stdin closed", "read the page", "reverting", "submitted"):
         assert any(step in text for text in said), f"agent never said {step!r}: {said}"
+    endpoints = [text.rsplit(": ", 1) for text in said if text.startswith("endpoint ")]
+    assert len(endpoints) >= 3, f"the page's API, Prometheus, Alertmanager: {endpoints}"
+    assert all(seen == "reachable" for _, seen in endpoints), f"not relayed: {endpoints}"
     record_dir = Path(outcome["record"]).parent
     assert "reverting" in (record_dir / "rca.txt").read_text()
     (fix,) = REPO.glob("use-cases/" + "/".join((*SCENARIO_PARTS, "solution", "fix.patch")))
@@ -473,12 +485,13 @@ def _changes(diff: str) -> list[str]:
 
 
 def assert_no_canary_reached(run: Run, record_dir: Path, said: list[str]) -> None:
-    """The agent's controls were readable and every probe of a secret was not; no canary
-    value is in the record dir, the CLI's logs or the copies of the agent's logs."""
+    """The agent's controls were readable and every probe of a secret (files, env, a host
+    port off its allowlist) was not; no canary value is in the record dir, the CLI's logs
+    or the copies of the agent's logs."""
     probes = [text.rsplit(": ", 1) for text in said if text.startswith("probe ")]
     controls, secret = probes[:2], probes[2:]  # in the order the profile gives them
     assert all(seen == "readable" for _, seen in controls), f"probes cannot tell: {controls}"
-    assert len(secret) == 8, f"expected eight probes of secrets: {secret}"
+    assert len(secret) == 9, f"expected nine probes of secrets: {secret}"
     reached = [what for what, seen in secret if seen != "unreadable"]
     assert not reached, f"the agent reached: {reached}"
     assert run.canaries is not None

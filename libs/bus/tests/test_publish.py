@@ -60,6 +60,21 @@ async def test_bootstrap_is_idempotent_and_updates_consumers(bus: Bus, make_ping
     assert await bus.runs.keys() == []
 
 
+async def test_the_run_store_ages_out_like_the_stream(bus: Bus) -> None:
+    """The runs bucket keeps an entry as long as the stream keeps events (7 days after its
+    last write); a bucket made without that limit gets it at the next bootstrap."""
+    backing = "KV_sreforge-runs"
+    week = 7 * 24 * 3600
+    assert (await bus.js.stream_info(backing)).config.max_age == week
+    unlimited = (await bus.js.stream_info(backing)).config
+    unlimited.max_age = 0
+    await bus.js.update_stream(unlimited)
+    assert (await bus.js.stream_info(backing)).config.max_age == 0
+    await bootstrap(bus)
+    assert (await bus.js.stream_info(backing)).config.max_age == week
+    assert (await bus.js.stream_info(STREAM)).config.max_age == week
+
+
 async def test_follow_replays_everything_then_tails_new_ones(bus: Bus, make_ping: MakePing) -> None:
     """`follow(deliver="all")` yields stored messages in order; "new" skips what was stored."""
     for n in range(3):

@@ -116,12 +116,20 @@ async def _ensure_stream(js: JetStreamContext) -> None:
 
 
 async def _ensure_runs_bucket(js: JetStreamContext) -> None:
+    """The run store; its entries age out with the events (`_MAX_AGE_S` after their last
+    write), so finished runs' states and claims do not pile up forever."""
     try:
         await js.key_value(RUNS_BUCKET)
     except nats.js.errors.BucketNotFoundError:
         await js.create_key_value(
-            bucket=RUNS_BUCKET, history=_RUNS_HISTORY, storage=StorageType.FILE
+            bucket=RUNS_BUCKET, history=_RUNS_HISTORY, storage=StorageType.FILE, ttl=_MAX_AGE_S
         )
+        return
+    backing = f"KV_{RUNS_BUCKET}"
+    config = (await js.stream_info(backing)).config
+    if config.max_age != _MAX_AGE_S:  # a bucket made before it had an age limit
+        config.max_age = _MAX_AGE_S
+        await js.update_stream(config)
 
 
 async def bootstrap(bus: Bus, consumers: Sequence[ConsumerSpec] = ()) -> None:

@@ -10,7 +10,7 @@ agent submitted, its RCA and publishable `ExecutionEvidence`.
 """
 
 from sreforge_runner._adapter import CONSUMER, SERVICE, build_service
-from sreforge_runner._agent_sandbox import AgentSandbox
+from sreforge_runner._agent_sandbox import SESSION_MARKER, AgentSandbox
 from sreforge_runner._catalog import catalog_name, find_profile, load_catalog, load_profile
 from sreforge_runner._cli_agent import SUBMIT_ON_EXIT, CliAgentRein, build_prompt
 from sreforge_runner._diff import head_commit, workspace_diff
@@ -45,7 +45,7 @@ from sreforge_runner._reins import (
     script_rein,
 )
 from sreforge_runner._remote import RemoteSandbox
-from sreforge_runner._sandbox import CONFINEMENT, SESSION_MARKER, HostSandbox
+from sreforge_runner._sandbox import CONFINEMENT, HostSandbox
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import (
     RCA_FILE,

@@ -8,6 +8,7 @@ live on the runner's host (a remote sandbox syncs them around each `run`);
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -17,7 +18,33 @@ from sreforge_contracts import SandboxKind
 from sreforge_runner._process import Budgets, ProcessOutcome
 from sreforge_runner._settings import RunnerSettings
 
-__all__ = ["AgentSandbox", "SessionLayout"]
+__all__ = ["SESSION_MARKER", "AgentSandbox", "SessionLayout", "agent_env"]
+
+SESSION_MARKER = "AGENT_SESSION"
+"""An env var set for every agent process: how survivors are found after teardown."""
+
+
+def agent_env(
+    settings: RunnerSettings,
+    *,
+    bin_dir: Path,
+    home: Path,
+    workspace: Path,
+    marker: str,
+    extra: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """The agent's whole environment, with paths as the agent sees them: the allowlist,
+    `extra`, PATH with `submit` first, the fresh HOME, the session marker."""
+    kept = {k: os.environ[k] for k in settings.env_allowlist if k in os.environ}
+    return {
+        **kept,
+        **(extra or {}),
+        "PATH": f"{bin_dir}:{settings.agent_path}",
+        "HOME": str(home),
+        "PWD": str(workspace),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        SESSION_MARKER: marker,
+    }
 
 
 class SessionLayout:

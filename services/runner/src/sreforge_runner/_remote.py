@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import shlex
 import shutil
 from collections.abc import Sequence
@@ -35,10 +34,9 @@ from pathlib import Path, PurePosixPath
 
 from sreforge_contracts import RemoteSpec, SandboxKind
 
-from sreforge_runner._agent_sandbox import SessionLayout
+from sreforge_runner._agent_sandbox import SESSION_MARKER, SessionLayout, agent_env
 from sreforge_runner._errors import SandboxError
 from sreforge_runner._process import Budgets, ProcessOutcome, run_in_group
-from sreforge_runner._sandbox import SESSION_MARKER
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._ssh import SshTransport, client_env
 from sreforge_runner._submit import exclude_sentinel_dir, install_submit
@@ -131,16 +129,14 @@ class RemoteSandbox(SessionLayout):
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The agent's whole environment: the allowlist, PATH with `submit`, fresh HOME."""
-        kept = {k: os.environ[k] for k in self.settings.env_allowlist if k in os.environ}
-        return {
-            **kept,
-            **(extra or {}),
-            "PATH": f"{self.inside(self.bin_dir)}:{self.settings.agent_path}",
-            "HOME": str(self.inside(self.home)),
-            "PWD": str(self.inside(self.workspace)),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            SESSION_MARKER: self.marker,
-        }
+        return agent_env(
+            self.settings,
+            bin_dir=self.inside(self.bin_dir),
+            home=self.inside(self.home),
+            workspace=self.inside(self.workspace),
+            marker=self.marker,
+            extra=extra,
+        )
 
     async def run(
         self,

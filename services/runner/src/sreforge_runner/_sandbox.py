@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import time
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ from pathlib import Path
 import psutil
 from sreforge_contracts import SandboxKind
 
-from sreforge_runner._agent_sandbox import SessionLayout
+from sreforge_runner._agent_sandbox import SESSION_MARKER, SessionLayout, agent_env
 from sreforge_runner._bwrap import (
     SANDBOX_BIN,
     SANDBOX_HOME,
@@ -40,13 +39,11 @@ from sreforge_runner._process import Budgets, ProcessOutcome, kill_group, run_in
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import exclude_sentinel_dir, install_submit
 
-__all__ = ["CONFINEMENT", "SESSION_MARKER", "HostSandbox"]
+__all__ = ["CONFINEMENT", "HostSandbox"]
 
 CONFINEMENT: SandboxKind = "host-open"
 """The default confinement (the built-in reins run there)."""
 _PROCESS_FILE = "process.json"
-SESSION_MARKER = "AGENT_SESSION"
-"""An env var set for every agent process: how survivors are found after teardown."""
 
 
 @dataclass
@@ -155,17 +152,14 @@ class HostSandbox(SessionLayout):
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The agent's whole environment: the allowlist, PATH with `submit`, fresh HOME."""
-        kept = {k: os.environ[k] for k in self.settings.env_allowlist if k in os.environ}
-        bin_dir = SANDBOX_BIN if self.confined else self.bin_dir
-        return {
-            **kept,
-            **(extra or {}),
-            "PATH": f"{bin_dir}:{self.settings.agent_path}",
-            "HOME": str(self.inside(self.home)),
-            "PWD": str(self.inside(self.workspace)),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            SESSION_MARKER: self.marker,
-        }
+        return agent_env(
+            self.settings,
+            bin_dir=SANDBOX_BIN if self.confined else self.bin_dir,
+            home=self.inside(self.home),
+            workspace=self.inside(self.workspace),
+            marker=self.marker,
+            extra=extra,
+        )
 
     async def run(
         self,

@@ -42,6 +42,8 @@ class RunSpec:
     agent: str
     doctor: Callable[[Path], None] | None = None
     prepare: Callable[[Run], None] | None = None
+    beside: Callable[[Run], None] | None = None
+    """Runs in a thread while the CLI does; must return once `run.exited` is set."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class Run:
     stdout: str = ""
     pid: int | None = None
     done: threading.Event = field(default_factory=threading.Event)
+    exited: threading.Event = field(default_factory=threading.Event)
+    """Set when the CLI has exited (before `done`, which waits for what ran beside it)."""
     extra_env: dict[str, str] = field(default_factory=dict)
     canaries: Canaries | None = None
     check_output: str = ""
@@ -178,6 +182,7 @@ class RunPool:
             name: _prepared(Run(name, spec.agent, base / name, agents, scripts_dir), spec)
             for name, spec in specs.items()
         }
+        self._beside = {name: spec.beside for name, spec in specs.items() if spec.beside}
         self._slots = threading.Semaphore(parallel)
         self._threads = [
             threading.Thread(target=self._serve, args=(run,), daemon=True)
@@ -191,9 +196,16 @@ class RunPool:
             keeper = threading.Thread(target=_keep_logs, args=(run,), daemon=True)
             if run.canaries is not None or run.kept_globs:
                 keeper.start()
+            beside = self._beside.get(run.name)
+            companion = threading.Thread(target=beside, args=(run,), daemon=True)
+            if beside is not None:
+                companion.start()
             try:
                 run.execute()
             finally:
+                run.exited.set()
+                if companion.is_alive():
+                    companion.join(timeout=30)
                 run.done.set()
                 if keeper.is_alive():
                     keeper.join(timeout=30)

@@ -1,9 +1,11 @@
 """Everything in a git workspace the agent can read, as surfaces for the leak check.
 
-The tree (file names and text contents), every commit reachable from any ref
-(`git log -p --all`: messages, author and committer identities, diffs), the ref
-names with their tag messages, and the repo config. `.git` internals beyond these
-and the runner's own sentinel directory are left out.
+The tree (file names and text contents), every commit reachable from any ref or
+reflog (`git log -p --all --reflog`: messages, author and committer identities,
+diffs, merges and stashes against their first parent, notes), the ref names with
+their tag messages, every object no such commit shows (dangling, unreachable, a
+tagged blob: `_gitstore`), and the `.git` folder's own text files. Only the
+runner's sentinel directory is left out.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from sreforge_contracts import SUBMISSION_DIR
 from sreforge_git import GitError, git
 
 from sreforge_context._errors import WorkspaceUnreadable
+from sreforge_context._gitstore import git_dir_surfaces, stray_object_surfaces
 from sreforge_context._leak import Surface
 
 __all__ = ["workspace_surfaces"]
@@ -35,11 +38,11 @@ def workspace_surfaces(path: Path) -> list[Surface]:
     files = _tree_files(path)
     surfaces = [Surface("workspace file names", "\n".join(files))]
     surfaces += [s for s in (_file_surface(path, name) for name in files) if s is not None]
-    surfaces += _history_surfaces(path)
+    history = _history_surfaces(path)
+    surfaces += [surface for _, surface in history]
     surfaces.append(Surface("git refs", _git(path, "for-each-ref", _REF_FORMAT)))
-    config = path / ".git" / "config"
-    if config.is_file():
-        surfaces.append(Surface("git config", config.read_text(errors="replace")))
+    surfaces += stray_object_surfaces(path, [sha for sha, _ in history])
+    surfaces += git_dir_surfaces(path)
     return surfaces
 
 
@@ -67,12 +70,14 @@ def _file_surface(root: Path, name: str) -> Surface | None:
     return Surface(f"workspace file {name}", data.decode(errors="replace"))
 
 
-def _history_surfaces(root: Path) -> list[Surface]:
+def _history_surfaces(root: Path) -> list[tuple[str, Surface]]:
     log = _git(
         root,
         "log",
         "--all",
+        "--reflog",
         "-p",
+        "--diff-merges=first-parent",
         "--no-ext-diff",
         "--no-textconv",
         "--no-color",
@@ -82,7 +87,7 @@ def _history_surfaces(root: Path) -> list[Surface]:
     surfaces = []
     for chunk in log.split(_COMMIT_MARK)[1:]:
         sha, _, body = chunk.partition("\n")
-        surfaces.append(Surface(f"git commit {sha[:12]}", body))
+        surfaces.append((sha, Surface(f"git commit {sha[:12]}", body)))
     return surfaces
 
 

@@ -19,7 +19,7 @@ from sreforge_context._errors import (
     ScenarioNotFound,
     WorkspaceUnreadable,
 )
-from sreforge_context._guard import guard_leaks
+from sreforge_context._guard import GuardScan, guard_leaks, guard_scan
 from sreforge_context._leak import (
     GUARD_REASON_PREFIX,
     HARNESS_WORDS,
@@ -50,6 +50,7 @@ __all__ = [
     "ContextSettings",
     "EndpointReply",
     "Fetch",
+    "GuardScan",
     "Leak",
     "RunStateMissing",
     "SandboxProbeFailed",
@@ -69,6 +70,7 @@ __all__ = [
     "find_leaks",
     "find_scenario",
     "guard_leaks",
+    "guard_scan",
     "http_fetch",
     "parse_sandbox_probe",
     "render_page",

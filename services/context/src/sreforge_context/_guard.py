@@ -10,7 +10,8 @@ show them by design. The context service runs it before every hand-off;
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sreforge_context._endpoints import Fetch, endpoint_surfaces, http_fetch
@@ -18,7 +19,41 @@ from sreforge_context._leak import Leak, Surface, Tells, find_leaks
 from sreforge_context._sandbox import SandboxView, sandbox_surfaces
 from sreforge_context._workspace import workspace_surfaces
 
-__all__ = ["guard_leaks"]
+__all__ = ["GuardScan", "guard_leaks", "guard_scan"]
+
+
+@dataclass(frozen=True)
+class GuardScan:
+    """What one guard pass read (surfaces per kind: page, workspace, endpoints, sandbox)
+    and the tells it found there."""
+
+    surfaces: Mapping[str, Sequence[Surface]]
+    leaks: list[Leak]
+
+
+def guard_scan(
+    tells: Tells,
+    *,
+    page: str | None = None,
+    workspace: Path | None = None,
+    endpoints: Mapping[str, str] | None = None,
+    sandbox: SandboxView | None = None,
+    fetch: Fetch = http_fetch,
+) -> GuardScan:
+    """Gather the surfaces given (endpoints fetched live) and find every tell on them."""
+    gathered: dict[str, list[Surface]] = {}
+    if page is not None:
+        gathered["page"] = [Surface("page", page)]
+    if workspace is not None:
+        gathered["workspace"] = workspace_surfaces(workspace)
+    if endpoints:
+        gathered["endpoints"] = endpoint_surfaces(endpoints, fetch)
+    if sandbox is not None:
+        gathered["sandbox"] = sandbox_surfaces(sandbox)
+    leaks: list[Leak] = []
+    for kind, surfaces in gathered.items():
+        leaks += find_leaks(surfaces, tells.on_endpoints() if kind == "endpoints" else tells)
+    return GuardScan(surfaces=gathered, leaks=leaks)
 
 
 def guard_leaks(
@@ -31,12 +66,7 @@ def guard_leaks(
     fetch: Fetch = http_fetch,
 ) -> list[Leak]:
     """Every tell on the surfaces given: page, workspace, endpoints (fetched), sandbox."""
-    surfaces = [Surface("page", page)] if page is not None else []
-    if workspace is not None:
-        surfaces += workspace_surfaces(workspace)
-    if sandbox is not None:
-        surfaces += sandbox_surfaces(sandbox)
-    leaks = find_leaks(surfaces, tells)
-    if endpoints:
-        leaks += find_leaks(endpoint_surfaces(endpoints, fetch), tells.on_endpoints())
-    return leaks
+    scan = guard_scan(
+        tells, page=page, workspace=workspace, endpoints=endpoints, sandbox=sandbox, fetch=fetch
+    )
+    return scan.leaks

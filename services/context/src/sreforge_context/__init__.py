@@ -10,7 +10,15 @@ leaked and where. The gatherers (`workspace_surfaces`, `endpoint_surfaces`,
 
 from sreforge_context._adapter import SERVICE, build_service
 from sreforge_context._brief import BriefHandler, brief_for, check_brief
-from sreforge_context._endpoints import EndpointReply, Fetch, endpoint_surfaces, http_fetch
+from sreforge_context._endpoints import (
+    ALERTMANAGER_PATHS,
+    APP_PATHS,
+    PROMETHEUS_PATHS,
+    EndpointReply,
+    Fetch,
+    endpoint_surfaces,
+    http_fetch,
+)
 from sreforge_context._errors import (
     ContextError,
     RunStateMissing,
@@ -41,8 +49,11 @@ from sreforge_context._settings import ContextSettings
 from sreforge_context._workspace import workspace_surfaces
 
 __all__ = [
+    "ALERTMANAGER_PATHS",
+    "APP_PATHS",
     "GUARD_REASON_PREFIX",
     "HARNESS_WORDS",
+    "PROMETHEUS_PATHS",
     "SANDBOX_PROBE",
     "SERVICE",
     "BriefHandler",

@@ -78,10 +78,21 @@ def handle_guard(args: argparse.Namespace) -> int:
         print(f"sreforge guard: {error}", file=sys.stderr)
         return 2
     finally:
-        _progress("tearing the stack down ...")
-        stack.down()
+        torn_down = _down(stack)
+    if not torn_down:
+        return 2
     _report(leaks, as_json=args.json)
     return 1 if leaks else 0
+
+
+def _down(stack: LocalStack) -> bool:
+    _progress("tearing the stack down ...")
+    try:
+        stack.down()
+    except DeployerError as error:
+        print(f"sreforge guard: teardown: {error}", file=sys.stderr)
+        return False
+    return True
 
 
 def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> list[Leak]:

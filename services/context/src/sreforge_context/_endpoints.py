@@ -39,6 +39,8 @@ PROMETHEUS_PATHS: tuple[str, ...] = (
     "/api/v1/status/config",
     "/api/v1/status/runtimeinfo",
     "/api/v1/status/buildinfo",
+    "/api/v1/status/tsdb",
+    "/api/v1/alertmanagers",
     "/api/v1/targets/metadata",
     "/api/v1/labels",
 )

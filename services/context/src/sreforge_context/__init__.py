@@ -1,7 +1,7 @@
 """The SREForge context service: the neutral on-call page and run contract, leak-checked.
 
 On RunTriggered it builds the `RunContract` and the on-call page for the run, runs
-the contamination guard (`guard_leaks`) over the page, the agent's workspace and
+the contamination guard (`guard_scan`) over the page, the agent's workspace and
 the stack's endpoints, and publishes BriefReady, or RunFailed(aborted) naming what
 leaked and where. The gatherers (`workspace_surfaces`, `endpoint_surfaces`,
 `sandbox_surfaces`) and `find_leaks` are reusable on any agent-visible surface;
@@ -27,7 +27,7 @@ from sreforge_context._errors import (
     ScenarioNotFound,
     WorkspaceUnreadable,
 )
-from sreforge_context._guard import GuardScan, guard_leaks, guard_scan
+from sreforge_context._guard import GuardScan, guard_scan
 from sreforge_context._leak import (
     GUARD_REASON_PREFIX,
     HARNESS_WORDS,
@@ -80,7 +80,6 @@ __all__ = [
     "endpoint_surfaces",
     "find_leaks",
     "find_scenario",
-    "guard_leaks",
     "guard_scan",
     "http_fetch",
     "parse_sandbox_probe",

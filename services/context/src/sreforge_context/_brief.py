@@ -29,7 +29,7 @@ from sreforge_context._errors import (
     ScenarioInvalid,
     ScenarioNotFound,
 )
-from sreforge_context._guard import guard_leaks
+from sreforge_context._guard import guard_scan
 from sreforge_context._leak import Leak, Surface, Tells, describe_leaks, find_leaks
 from sreforge_context._page import build_contract, render_page
 from sreforge_context._scenarios import find_scenario
@@ -85,13 +85,13 @@ def brief_for(
             contract.eval_only.alert_to_clear,
             contract.scenario.expected_alert,
         )
-        leaks = guard_leaks(
+        leaks = guard_scan(
             tells,
             page=page,
             workspace=Path(stack.run_workspace.path),
             endpoints=stack.agent_endpoints,
             fetch=fetch,
-        )
+        ).leaks
         if leaks:
             return _failed(state.run_id, describe_leaks(leaks), "aborted")
     return BriefReady(run_id=state.run_id, producer=PRODUCER, page=page, contract=contract)

@@ -18,7 +18,7 @@ from sreforge_git import GitError, git, git_env
 from sreforge_context._errors import WorkspaceUnreadable
 from sreforge_context._leak import Surface
 
-__all__ = ["git_dir_surfaces", "stray_object_surfaces"]
+__all__ = ["decoded_text", "git_dir_surfaces", "git_text", "stray_object_surfaces"]
 
 _MAX_TEXT_BYTES = 2_000_000
 _BINARY_PROBE_BYTES = 8192
@@ -28,10 +28,10 @@ _TREE_SHA_BYTES = 20
 
 def stray_object_surfaces(root: Path, shown_commits: list[str]) -> list[Surface]:
     """Every object in the store that the commits in `shown_commits` do not show."""
-    listed = _git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+    listed = git_text(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
     every = set(listed.split()) - _objects_of(root, shown_commits)
     # A ref's own tag object is read with the refs (its message); what it points at is not.
-    refs = _git(root, "for-each-ref", "--format=%(objecttype) %(objectname)").split("\n")
+    refs = git_text(root, "for-each-ref", "--format=%(objecttype) %(objectname)").split("\n")
     every -= {line.split()[1] for line in refs if line.startswith("tag ")}
     if not every:
         return []
@@ -41,7 +41,7 @@ def stray_object_surfaces(root: Path, shown_commits: list[str]) -> list[Surface]
 def _objects_of(root: Path, commits: list[str]) -> set[str]:
     if not commits:
         return set()
-    lines = _git(root, "rev-list", "--objects", *commits).splitlines()
+    lines = git_text(root, "rev-list", "--objects", *commits).splitlines()
     return {line.split(" ", 1)[0] for line in lines if line}
 
 
@@ -64,7 +64,7 @@ def _read_objects(root: Path, shas: list[str]) -> list[Surface]:
         sha, kind, size = data[at:header_end].decode().split()
         body = data[header_end + 1 : header_end + 1 + int(size)]
         at = header_end + 1 + int(size) + 1
-        text = _tree_names(body) if kind == "tree" else _text(body)
+        text = _tree_names(body) if kind == "tree" else decoded_text(body)
         if text is not None:
             surfaces.append(Surface(f"git object {sha[:12]} ({kind}, in no shown commit)", text))
     return surfaces
@@ -79,7 +79,8 @@ def _tree_names(body: bytes) -> str:
     return "\n".join(names)
 
 
-def _text(data: bytes) -> str | None:
+def decoded_text(data: bytes) -> str | None:
+    """`data` as text, or None when it looks binary (a NUL early on) or is over 2 MB."""
     if len(data) > _MAX_TEXT_BYTES or b"\x00" in data[:_BINARY_PROBE_BYTES]:
         return None
     return data.decode(errors="replace")
@@ -101,16 +102,17 @@ def git_dir_surfaces(root: Path) -> list[Surface]:
             if path == git_dir / "index" or path.is_symlink():
                 continue
             try:
-                text = _text(path.read_bytes())
+                text = decoded_text(path.read_bytes())
             except OSError:
                 continue
             if text is not None and text.strip():
                 surfaces.append(Surface(f"git dir {path.relative_to(git_dir).as_posix()}", text))
-    surfaces.append(Surface("git index", _git(root, "ls-files", "--stage")))
+    surfaces.append(Surface("git index", git_text(root, "ls-files", "--stage")))
     return surfaces
 
 
-def _git(root: Path, *args: str) -> str:
+def git_text(root: Path, *args: str) -> str:
+    """git's stdout in the workspace (paths unquoted); `WorkspaceUnreadable` on failure."""
     try:
         return git(root, *args, config={"core.quotepath": "off"}, timeout_s=_GIT_TIMEOUT_S)
     except GitError as error:

@@ -1,6 +1,6 @@
 """The contamination guard over every agent-visible surface of one run (SPEC §10).
 
-`guard_leaks` gathers the page, the workspace (tree, history, refs, stray objects,
+`guard_scan` gathers the page, the workspace (tree, history, refs, stray objects,
 `.git`), the stack's endpoints (headers and bodies, live) and, when known, the
 sandbox (process titles, env, HOME, bin), and returns every tell found. The alert
 names are tells everywhere but on the endpoints, where Prometheus and Alertmanager
@@ -19,7 +19,7 @@ from sreforge_context._leak import Leak, Surface, Tells, find_leaks
 from sreforge_context._sandbox import SandboxView, sandbox_surfaces
 from sreforge_context._workspace import workspace_surfaces
 
-__all__ = ["GuardScan", "guard_leaks", "guard_scan"]
+__all__ = ["GuardScan", "guard_scan"]
 
 
 @dataclass(frozen=True)
@@ -54,19 +54,3 @@ def guard_scan(
     for kind, surfaces in gathered.items():
         leaks += find_leaks(surfaces, tells.on_endpoints() if kind == "endpoints" else tells)
     return GuardScan(surfaces=gathered, leaks=leaks)
-
-
-def guard_leaks(
-    tells: Tells,
-    *,
-    page: str | None = None,
-    workspace: Path | None = None,
-    endpoints: Mapping[str, str] | None = None,
-    sandbox: SandboxView | None = None,
-    fetch: Fetch = http_fetch,
-) -> list[Leak]:
-    """Every tell on the surfaces given: page, workspace, endpoints (fetched), sandbox."""
-    scan = guard_scan(
-        tells, page=page, workspace=workspace, endpoints=endpoints, sandbox=sandbox, fetch=fetch
-    )
-    return scan.leaks

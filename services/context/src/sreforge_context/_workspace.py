@@ -14,19 +14,21 @@ import os
 from pathlib import Path
 
 from sreforge_contracts import SUBMISSION_DIR
-from sreforge_git import GitError, git
 
 from sreforge_context._errors import WorkspaceUnreadable
-from sreforge_context._gitstore import git_dir_surfaces, stray_object_surfaces
+from sreforge_context._gitstore import (
+    decoded_text,
+    git_dir_surfaces,
+    git_text,
+    stray_object_surfaces,
+)
 from sreforge_context._leak import Surface
 
 __all__ = ["workspace_surfaces"]
 """The runner's submit sentinel directory; created after the check, never committed."""
 
 _MAX_FILE_BYTES = 2_000_000
-_BINARY_PROBE_BYTES = 8192
 _COMMIT_MARK = "\x00commit "
-_GIT_TIMEOUT_S = 60.0
 # Tag messages are their own text; a branch's "contents" would repeat a commit message.
 _REF_FORMAT = "--format=%(refname)%(if:equals=tag)%(objecttype)%(then) %(contents)%(end)"
 
@@ -40,7 +42,7 @@ def workspace_surfaces(path: Path) -> list[Surface]:
     surfaces += [s for s in (_file_surface(path, name) for name in files) if s is not None]
     history = _history_surfaces(path)
     surfaces += [surface for _, surface in history]
-    surfaces.append(Surface("git refs", _git(path, "for-each-ref", _REF_FORMAT)))
+    surfaces.append(Surface("git refs", git_text(path, "for-each-ref", _REF_FORMAT)))
     surfaces += stray_object_surfaces(path, [sha for sha, _ in history])
     surfaces += git_dir_surfaces(path)
     return surfaces
@@ -65,13 +67,12 @@ def _file_surface(root: Path, name: str) -> Surface | None:
         data = file.read_bytes()
     except OSError:
         return None
-    if b"\x00" in data[:_BINARY_PROBE_BYTES]:
-        return None
-    return Surface(f"workspace file {name}", data.decode(errors="replace"))
+    text = decoded_text(data)
+    return None if text is None else Surface(f"workspace file {name}", text)
 
 
 def _history_surfaces(root: Path) -> list[tuple[str, Surface]]:
-    log = _git(
+    log = git_text(
         root,
         "log",
         "--all",
@@ -89,10 +90,3 @@ def _history_surfaces(root: Path) -> list[tuple[str, Surface]]:
         sha, _, body = chunk.partition("\n")
         surfaces.append((sha, Surface(f"git commit {sha[:12]}", body)))
     return surfaces
-
-
-def _git(root: Path, *args: str) -> str:
-    try:
-        return git(root, *args, config={"core.quotepath": "off"}, timeout_s=_GIT_TIMEOUT_S)
-    except GitError as error:
-        raise WorkspaceUnreadable(str(error)) from error

@@ -5,7 +5,8 @@ targets (labels, scrape URLs, jobs), rules (names, labels, annotations, queries)
 status pages, and every label's values; for Alertmanager its status (config,
 cluster, version), alerts, receivers and silences; for anything else (the app's
 API) `/`, `/healthz`, `/metrics` and an error body. The `Server:` banner and the
-other headers come with each. The I/O is one `Fetch` callable, so the gatherer is
+other headers come with each. An endpoint's paths are fetched in parallel, each GET
+within 5 s, so a slow (faulted) app costs the brief seconds, not minutes. The I/O is one `Fetch` callable, so the gatherer is
 tested with a fake one and run against the live stack by `http_fetch`.
 """
 
@@ -15,7 +16,8 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sreforge_context._leak import Surface
@@ -55,6 +57,7 @@ ALERTMANAGER_PATHS: tuple[str, ...] = (
 APP_PATHS: tuple[str, ...] = ("/", "/healthz", "/metrics", "/no-such-page-3f9c")
 _MAX_BODY_BYTES = 2_000_000
 _TIMEOUT_S = 5.0
+_PARALLEL_FETCHES = 8
 # Loopback only: an `http_proxy` in the harness's env must not carry the probe elsewhere.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -97,9 +100,9 @@ def endpoint_surfaces(endpoints: Mapping[str, str], fetch: Fetch = http_fetch) -
         paths = {"prometheus": PROMETHEUS_PATHS, "alertmanager": ALERTMANAGER_PATHS}.get(
             kind, APP_PATHS
         )
-        replies = {path: fetch(base.rstrip("/") + path) for path in paths}
+        replies = _fetch_all(base, paths, fetch)
         if kind == "prometheus":
-            replies |= _label_values(base, replies["/api/v1/labels"], fetch)
+            replies |= _fetch_all(base, _label_paths(replies["/api/v1/labels"]), fetch)
         surfaces += [
             Surface(f"endpoint {name} {path}", _render(reply))
             for path, reply in replies.items()
@@ -116,13 +119,19 @@ def _kind(name: str) -> str:
     return "app"
 
 
-def _label_values(base: str, labels: EndpointReply, fetch: Fetch) -> dict[str, EndpointReply]:
+def _fetch_all(base: str, paths: Sequence[str], fetch: Fetch) -> dict[str, EndpointReply]:
+    # In parallel: the brief waits on this, and a faulted app may answer slowly.
+    urls = [base.rstrip("/") + path for path in paths]
+    with ThreadPoolExecutor(max_workers=_PARALLEL_FETCHES) as pool:
+        return dict(zip(paths, pool.map(fetch, urls), strict=True))
+
+
+def _label_paths(labels: EndpointReply) -> list[str]:
     try:
         names = json.loads(labels.body).get("data") or []
     except (ValueError, AttributeError):
-        return {}
-    paths = [f"/api/v1/label/{urllib.parse.quote(str(n), safe='')}/values" for n in names]
-    return {path: fetch(base.rstrip("/") + path) for path in paths}
+        return []
+    return [f"/api/v1/label/{urllib.parse.quote(str(n), safe='')}/values" for n in names]
 
 
 def _render(reply: EndpointReply) -> str:

@@ -104,6 +104,15 @@ def test_the_submit_sentinel_dir_is_not_scanned(
     assert _where(repo) == []
 
 
+def test_a_symlink_target_is_read_not_followed(
+    git_repo: GitRepo, clean_files: dict[str, str], tmp_path: Path
+) -> None:
+    """`readlink` shows where a link points, e.g. at a folder outside the workspace."""
+    repo = git_repo(clean_files)
+    (repo / "docs").symlink_to(tmp_path / "solution-notes")
+    assert _where(repo) == [("harness word 'solution'", "workspace file docs")]
+
+
 def test_binary_files_are_skipped(git_repo: GitRepo, clean_files: dict[str, str]) -> None:
     """Compiled or binary blobs are not decoded as text."""
     repo = git_repo(clean_files)

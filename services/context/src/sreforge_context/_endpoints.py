@@ -6,8 +6,9 @@ status pages, and every label's values; for Alertmanager its status (config,
 cluster, version), alerts, receivers and silences; for anything else (the app's
 API) `/`, `/healthz`, `/metrics` and an error body. The `Server:` banner and the
 other headers come with each. An endpoint's paths are fetched in parallel, each GET
-within 5 s, so a slow (faulted) app costs the brief seconds, not minutes. The I/O is one `Fetch` callable, so the gatherer is
-tested with a fake one and run against the live stack by `http_fetch`.
+within 5 s, so a slow (faulted) app costs the brief seconds, not minutes. The I/O is
+one `Fetch` callable, so the gatherer is tested with a fake one and run against the
+live stack by `http_fetch`.
 """
 
 from __future__ import annotations

@@ -62,7 +62,9 @@ def _tree_files(root: Path) -> list[str]:
 def _file_surface(root: Path, name: str) -> Surface | None:
     file = root / name
     try:
-        if file.is_symlink() or file.stat().st_size > _MAX_FILE_BYTES:
+        if file.is_symlink():  # its target is readable text (`readlink`), not followed
+            return Surface(f"workspace file {name}", f"-> {os.readlink(file)}")
+        if file.stat().st_size > _MAX_FILE_BYTES:
             return None
         data = file.read_bytes()
     except OSError:

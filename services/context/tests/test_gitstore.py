@@ -108,3 +108,26 @@ def test_git_internals_of_a_clean_repo_are_clean(repo: Path, run_git: Git) -> No
     surfaces = workspace_surfaces(repo)
     assert "git dir description" in {s.where for s in surfaces}
     assert find_leaks(surfaces, TELLS) == []
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_a_dangling_tree_shows_its_file_names(
+    tmp_path: Path, run_git: Git, clean_files: dict[str, str], object_format: str
+) -> None:
+    """`git write-tree` of a staged path leaves a tree naming it, in either object format."""
+    repo = tmp_path / f"repo-{object_format}"
+    repo.mkdir()
+    run_git(repo, "init", "-q", "-b", "main", f"--object-format={object_format}")
+    for name, text in clean_files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    run_git(repo, "add", "-A")
+    run_git(repo, "commit", "-q", "-m", "Initial import")
+    (repo / "oracle_hook.py").write_text("")
+    run_git(repo, "add", "oracle_hook.py")
+    run_git(repo, "write-tree")
+    run_git(repo, "rm", "-q", "--cached", "oracle_hook.py")
+    (repo / "oracle_hook.py").unlink()
+    found = _wheres(repo, "harness word 'oracle'")
+    assert len(found) == 1
+    assert found.pop().endswith("(tree, in no shown commit)")

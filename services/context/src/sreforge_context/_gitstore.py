@@ -23,7 +23,6 @@ __all__ = ["decoded_text", "git_dir_surfaces", "git_text", "stray_object_surface
 _MAX_TEXT_BYTES = 2_000_000
 _BINARY_PROBE_BYTES = 8192
 _GIT_TIMEOUT_S = 60.0
-_TREE_SHA_BYTES = 20
 
 
 def stray_object_surfaces(root: Path, shown_commits: list[str]) -> list[Surface]:
@@ -41,41 +40,46 @@ def stray_object_surfaces(root: Path, shown_commits: list[str]) -> list[Surface]
 def _objects_of(root: Path, commits: list[str]) -> set[str]:
     if not commits:
         return set()
-    lines = git_text(root, "rev-list", "--objects", *commits).splitlines()
+    lines = _git_stdin(root, ["rev-list", "--objects", "--stdin"], commits).decode().splitlines()
     return {line.split(" ", 1)[0] for line in lines if line}
 
 
-def _read_objects(root: Path, shas: list[str]) -> list[Surface]:
+def _git_stdin(root: Path, args: list[str], lines: list[str]) -> bytes:
     try:
         done = subprocess.run(
-            ["git", "cat-file", "--batch"],
+            ["git", *args],
             cwd=root,
             env=git_env(),
-            input=("\n".join(shas) + "\n").encode(),
+            input=("\n".join(lines) + "\n").encode(),
             capture_output=True,
             timeout=_GIT_TIMEOUT_S,
             check=True,
         )
     except (OSError, subprocess.SubprocessError) as error:
-        raise WorkspaceUnreadable(f"git cat-file --batch in {root} failed: {error}") from error
-    surfaces, data, at = [], done.stdout, 0
+        raise WorkspaceUnreadable(f"git {args[0]} in {root} failed: {error}") from error
+    return done.stdout
+
+
+def _read_objects(root: Path, shas: list[str]) -> list[Surface]:
+    surfaces, data, at = [], _git_stdin(root, ["cat-file", "--batch"], shas), 0
     while at < len(data):
         header_end = data.index(b"\n", at)
         sha, kind, size = data[at:header_end].decode().split()
         body = data[header_end + 1 : header_end + 1 + int(size)]
         at = header_end + 1 + int(size) + 1
-        text = _tree_names(body) if kind == "tree" else decoded_text(body)
+        text = _tree_names(body, len(sha) // 2) if kind == "tree" else decoded_text(body)
         if text is not None:
             surfaces.append(Surface(f"git object {sha[:12]} ({kind}, in no shown commit)", text))
     return surfaces
 
 
-def _tree_names(body: bytes) -> str:
+def _tree_names(body: bytes, id_bytes: int) -> str:
+    # Raw tree entries: "<mode> <name>\0" then the entry's id (20 bytes, 32 with SHA-256).
     names, at = [], 0
     while at < len(body):
         name_end = body.index(b"\x00", at)
         names.append(body[at:name_end].split(b" ", 1)[1].decode(errors="replace"))
-        at = name_end + 1 + _TREE_SHA_BYTES
+        at = name_end + 1 + id_bytes
     return "\n".join(names)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -47,4 +46,5 @@ def test_a_planted_page_tell_is_the_only_hit_on_the_live_bookshelf_stack(
     assert {(hit["what"], hit["where"]) for hit in report["hits"]} == {
         ("harness word 'oracle'", "page")
     }, report
-    assert re.search(r"sandbox \d+ surfaces", captured.err), captured.err  # probed, not skipped
+    assert report["surfaces"]["sandbox"] > 0  # probed from inside, not skipped
+    assert report["surfaces"]["endpoints"] > 0

@@ -22,7 +22,7 @@ from sreforge_context import (
     SANDBOX_PROBE,
     ContextError,
     ContextSettings,
-    Leak,
+    GuardScan,
     SandboxView,
     Tells,
     brief_for,
@@ -73,7 +73,7 @@ def handle_guard(args: argparse.Namespace) -> int:
         print(f"sreforge guard: {error}", file=sys.stderr)
         return 2
     try:
-        leaks = _scan(stack, scenario, args.time_scale)
+        scan = _scan(stack, scenario, args.time_scale)
     except (DeployerError, ContextError, SandboxError, OSError) as error:
         print(f"sreforge guard: {error}", file=sys.stderr)
         return 2
@@ -81,8 +81,8 @@ def handle_guard(args: argparse.Namespace) -> int:
         torn_down = _down(stack)
     if not torn_down:
         return 2
-    _report(leaks, as_json=args.json)
-    return 1 if leaks else 0
+    _report(scan, as_json=args.json)
+    return 1 if scan.leaks else 0
 
 
 def _down(stack: LocalStack) -> bool:
@@ -95,7 +95,7 @@ def _down(stack: LocalStack) -> bool:
     return True
 
 
-def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> list[Leak]:
+def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> GuardScan:
     _progress(f"starting stack {stack.run_id} for {scenario.id} (time scale {time_scale:g}) ...")
     stack.up()
     _progress(f"armed at {stack.arm()}; building the page ...")
@@ -119,7 +119,7 @@ def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> list[Leak
     )
     read = ", ".join(f"{kind} {len(found)}" for kind, found in scan.surfaces.items())
     _progress(f"scanned in {time.monotonic() - started:.2f}s ({read} surfaces)")
-    return scan.leaks
+    return scan
 
 
 def _run_state(
@@ -168,13 +168,19 @@ def _sandbox_view(workspace: Path, root: Path, endpoints: dict[str, str]) -> San
         sandbox.destroy()
 
 
-def _report(leaks: list[Leak], *, as_json: bool) -> None:
+def _report(scan: GuardScan, *, as_json: bool) -> None:
+    read = {kind: len(found) for kind, found in scan.surfaces.items()}
     if as_json:
-        print(json.dumps({"clean": not leaks, "hits": [asdict(leak) for leak in leaks]}, indent=2))
+        hits = [asdict(leak) for leak in scan.leaks]
+        print(json.dumps({"clean": not scan.leaks, "surfaces": read, "hits": hits}, indent=2))
         return
-    for leak in leaks:
+    for leak in scan.leaks:
         print(f"HIT  {leak.where} line {leak.line}: {leak.what}: {leak.excerpt}")
-    print("clean: no tells on any agent-visible surface" if not leaks else f"{len(leaks)} hit(s)")
+    if "sandbox" not in read:
+        print("note: the sandbox was not probed (bubblewrap unavailable): not scanned")
+    summary = ", ".join(f"{kind} {count}" for kind, count in read.items())
+    verdict = f"{len(scan.leaks)} hit(s)" if scan.leaks else "clean: no tells"
+    print(f"{verdict} on {summary} surfaces")
 
 
 def _progress(message: str) -> None:

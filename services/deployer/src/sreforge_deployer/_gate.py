@@ -1,0 +1,231 @@
+"""The CI gate's test sets: the tests as submitted, the hand-off tests, the hidden tests.
+
+Each set runs in its own copy of the submitted tree with pytest writing JUnit XML outside
+it. The base commit's own tests are run once per gate (in a copy of the base tree, with
+the base's configuration) to learn which tests exist and which ran there; the hand-off
+set must run each of them again, none skipped that ran. The first red set ends the gate:
+the verdict is decided and the rest would only cost time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sreforge_deployer._errors import WorkspaceError
+from sreforge_deployer._test_sets import (
+    ChangedTests,
+    JunitReport,
+    SetName,
+    handoff_complaints,
+    read_junit,
+    shadowing_modules,
+)
+from sreforge_deployer._test_trees import copy_tree, place_hidden, restore_handoff, tree_entries
+
+__all__ = ["NO_TESTS", "CiProtection", "SetOutcome", "SetRunner", "run_test_sets"]
+
+SetRunner = Callable[[Path, Sequence[str]], tuple[int | None, str]]
+"""(tree, extra pytest args) → (exit code, or None when it timed out; output)."""
+
+NO_TESTS = 5
+"""pytest's exit code when it collected nothing: red for every set."""
+_BASE_USABLE = frozenset({0, 1, NO_TESTS})
+_TITLES: dict[SetName, str] = {
+    "submitted": "the tests as submitted",
+    "handoff": "the hand-off commit's tests against the submitted code",
+    "hidden": "the scenario's hidden tests against the submitted code",
+}
+
+
+@dataclass(frozen=True)
+class CiProtection:
+    """What a scenario adds to the gate: hidden tests, hand-off tests a fix may change."""
+
+    hidden_dir: Path | None = None
+    changed: ChangedTests = field(default_factory=ChangedTests)
+
+
+@dataclass(frozen=True)
+class SetOutcome:
+    """One set's outcome: pytest's exit code and counts, and why it is red beyond them."""
+
+    name: SetName
+    green: bool
+    exit_code: int | None
+    output: str
+    duration_ms: float
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    errors: int = 0
+    complaints: tuple[str, ...] = ()
+
+    def header(self) -> str:
+        """A banner naming the set, its verdict and counts, then each complaint."""
+        verdict = "green" if self.green else "red"
+        counts = (
+            f"{self.passed} passed, {self.failed} failed, "
+            f"{self.skipped} skipped, {self.errors} errors"
+        )
+        lines = [f"===== CI test set {self.name}: {_TITLES[self.name]}: {verdict} ({counts}) ====="]
+        lines.extend(f"red: {complaint}" for complaint in self.complaints)
+        return "\n".join(lines)
+
+
+def run_test_sets(
+    submitted: Path, base: Path, work: Path, runner: SetRunner, protection: CiProtection
+) -> list[SetOutcome]:
+    """Run the sets in order against `submitted` (a pristine tree) until one is red.
+
+    `base` is the pristine base tree; `work` an empty folder outside both for the copies
+    and the reports. Raises `WorkspaceError` when the base's own tests cannot be run
+    (an engine fault: the gate has nothing to compare against).
+    """
+    sets = [_run_set("submitted", _copy(submitted, work, "submitted"), work, runner, ())]
+    if not sets[-1].green:
+        return sets
+    learned = _learn_base(base, work, runner, protection.changed)
+    if learned.cases:
+        sets.append(_handoff_set(submitted, base, work, runner, protection, learned))
+        if not sets[-1].green:
+            return sets
+    hidden = protection.hidden_dir
+    if hidden is not None and hidden.is_dir():
+        sets.append(_hidden_set(submitted, base, work, runner, protection, hidden))
+    return sets
+
+
+def _handoff_set(
+    submitted: Path,
+    base: Path,
+    work: Path,
+    runner: SetRunner,
+    protection: CiProtection,
+    learned: JunitReport,
+) -> SetOutcome:
+    tree = _copy(submitted, work, "handoff")
+    complaints = _protected_tree(tree, base, protection.changed)
+    deselect = protection.changed.deselect_args(with_files=False)
+    done = _run_set("handoff", tree, work, runner, deselect, complaints)
+    report = read_junit(_report_path(work, "handoff"))
+    if report is None:
+        return done
+    return _with_complaints(done, handoff_complaints(learned, report))
+
+
+def _hidden_set(
+    submitted: Path,
+    base: Path,
+    work: Path,
+    runner: SetRunner,
+    protection: CiProtection,
+    hidden: Path,
+) -> SetOutcome:
+    tree = _copy(submitted, work, "hidden")
+    complaints = _protected_tree(tree, base, protection.changed)
+    where = place_hidden(tree, hidden)
+    return _run_set("hidden", tree, work, runner, [where], complaints)
+
+
+def _protected_tree(tree: Path, base: Path, changed: ChangedTests) -> list[str]:
+    """Put the hand-off tests back in `tree`; what makes the set red before it runs."""
+    complaints = restore_handoff(tree, base, changed)
+    base_names = set(shadowing_modules(tree_entries(base)))
+    for name in shadowing_modules(tree_entries(tree)):
+        if name not in base_names:
+            complaints.append(f"{name}: a top-level module that stands in for the test runner")
+    return complaints
+
+
+def _learn_base(base: Path, work: Path, runner: SetRunner, changed: ChangedTests) -> JunitReport:
+    """The base's tests and how each ended there, the changed tests left out."""
+    tree = _copy(base, work, "base")
+    report_path = _report_path(work, "base")
+    code, output = runner(tree, _report_args(report_path, changed))
+    report = read_junit(report_path)
+    if code not in _BASE_USABLE or report is None:
+        raise WorkspaceError(
+            f"CI: the hand-off commit's own tests did not run (exit {code}); "
+            f"nothing to hold the submission to:\n{output[-2000:]}"
+        )
+    return report
+
+
+def _run_set(
+    name: SetName,
+    tree: Path,
+    work: Path,
+    runner: SetRunner,
+    extra: Sequence[str],
+    complaints: Sequence[str] = (),
+) -> SetOutcome:
+    started = time.monotonic()
+    report_path = _report_path(work, name)
+    found = list(complaints)
+    if found and name != "submitted":
+        # The tree is not the one the set means to test: running it proves nothing.
+        return SetOutcome(name, False, None, "", _ms_since(started), complaints=tuple(found))
+    code, output = runner(tree, ["--junitxml", str(report_path), *extra])
+    report = read_junit(report_path)
+    if code == NO_TESTS:
+        found.append("no tests ran (pytest exit 5)")
+    elif code is not None and report is None:
+        found.append("pytest wrote no JUnit report (was the junitxml plugin disabled?)")
+    elif report is not None and code is not None and not report.cases:
+        found.append("the JUnit report lists no tests")
+    green = code == 0 and not found
+    counts = _counts(report)
+    return SetOutcome(
+        name, green, code, output, _ms_since(started), *counts, complaints=tuple(found)
+    )
+
+
+def _with_complaints(done: SetOutcome, complaints: list[str]) -> SetOutcome:
+    if not complaints:
+        return done
+    return SetOutcome(
+        done.name,
+        False,
+        done.exit_code,
+        done.output,
+        done.duration_ms,
+        done.passed,
+        done.failed,
+        done.skipped,
+        done.errors,
+        (*done.complaints, *complaints),
+    )
+
+
+def _counts(report: JunitReport | None) -> tuple[int, int, int, int]:
+    if report is None:
+        return 0, 0, 0, 0
+    return (
+        report.count("passed"),
+        report.count("failed"),
+        report.count("skipped"),
+        report.count("error"),
+    )
+
+
+def _report_args(path: Path, changed: ChangedTests) -> list[str]:
+    return ["--junitxml", str(path), *changed.deselect_args(with_files=True)]
+
+
+def _report_path(work: Path, name: str) -> Path:
+    reports = work / "reports"
+    reports.mkdir(exist_ok=True)
+    return reports / f"{name}.xml"
+
+
+def _copy(source: Path, work: Path, name: str) -> Path:
+    dest = work / "sets" / name
+    copy_tree(source, dest)
+    return dest
+
+
+def _ms_since(started: float) -> float:
+    return (time.monotonic() - started) * 1000

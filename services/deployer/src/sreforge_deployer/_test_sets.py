@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -80,14 +80,18 @@ def shadowing_modules(entries: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class ChangedTests:
-    """The scenario's `ci_changed_tests`: whole files kept as submitted, node ids not run."""
+    """The scenario's `ci_changed_tests`: whole files kept as submitted, node ids not held.
+
+    A node id (`tests/test_x.py::TestY::test_z`) matches that test and its parametrized
+    cases, nothing else; a file matches every test in it.
+    """
 
     files: frozenset[str] = frozenset()
     node_ids: tuple[str, ...] = ()
 
     @classmethod
     def from_entries(cls, entries: Iterable[str]) -> ChangedTests:
-        """Split manifest entries into files (no `::`) and node id prefixes."""
+        """Split manifest entries into files (no `::`) and node ids."""
         listed = list(entries)
         files = frozenset(entry for entry in listed if "::" not in entry)
         return cls(files, tuple(entry for entry in listed if "::" in entry))
@@ -96,12 +100,26 @@ class ChangedTests:
         """Whether the hand-off set keeps the submitted version of `relative`."""
         return relative in self.files
 
-    def deselect_args(self, *, with_files: bool) -> list[str]:
-        """pytest `--deselect` args: node ids, and the files too for the base's run."""
-        chosen: Sequence[str] = (
-            (*sorted(self.files), *self.node_ids) if with_files else self.node_ids
+    def may_change(self, key: str) -> bool:
+        """Whether the base's case `key` need not run, or pass, in the hand-off set."""
+        return self.may_fail(key) or any(
+            key.startswith((f"{_module(path)}::", f"{_module(path)}.")) for path in self.files
         )
-        return [arg for entry in chosen for arg in ("--deselect", entry)]
+
+    def may_fail(self, key: str) -> bool:
+        """Whether the hand-off set's case `key` is a listed node id (its base version)."""
+        for node_id in self.node_ids:
+            path, *names = node_id.split("::")
+            classname = ".".join([_module(path), *names[:-1]])
+            listed = f"{classname}::{names[-1]}"
+            if key == listed or key.startswith(f"{listed}["):
+                return True
+        return False
+
+
+def _module(path: str) -> str:
+    """A test file's dotted name as pytest's JUnit `classname` spells it."""
+    return path.removesuffix(".py").replace("/", ".")
 
 
 @dataclass(frozen=True)
@@ -113,6 +131,10 @@ class JunitReport:
     def count(self, outcome: Outcome) -> int:
         """How many cases ended with `outcome`."""
         return sum(1 for seen in self.cases.values() if seen == outcome)
+
+    def without(self, drop: Callable[[str], bool]) -> JunitReport:
+        """The report without the cases whose key `drop` selects."""
+        return JunitReport({key: seen for key, seen in self.cases.items() if not drop(key)})
 
 
 def read_junit(path: Path) -> JunitReport | None:

@@ -41,6 +41,7 @@ from sreforge_deployer._handlers import (
     PRODUCER,
     ArmFacts,
     StackFacts,
+    ci_protection,
     ci_result,
     cleaned_up,
     deploy_failed,
@@ -49,7 +50,6 @@ from sreforge_deployer._handlers import (
     fault_armed,
     find_scenario_dir,
     stack_ready,
-    test_protection,
 )
 from sreforge_deployer._ledger import StageLedger
 from sreforge_deployer._settings import DeployerSettings
@@ -172,7 +172,7 @@ class Deployer:
 
     def _gate(self, checkout: CiCheckout, diff: str, scenario_id: str) -> CiRun:
         settings = self.settings
-        protection = test_protection(settings.use_cases, scenario_id)
+        protection = ci_protection(settings.use_cases, scenario_id)
         return checkout.run(
             diff,
             settings.python,

@@ -34,6 +34,7 @@ __all__ = [
     "PRODUCER",
     "ArmFacts",
     "StackFacts",
+    "ci_protection",
     "ci_result",
     "cleaned_up",
     "deploy_failed",
@@ -43,7 +44,6 @@ __all__ = [
     "find_scenario_dir",
     "readiness",
     "stack_ready",
-    "test_protection",
 ]
 
 MAX_REASON_CHARS = 4000
@@ -81,7 +81,7 @@ def find_scenario_dir(use_cases: Path, scenario_id: str) -> Path:
         raise StackSpecError(str(error)) from error
 
 
-def test_protection(use_cases: Path, scenario_id: str) -> CiProtection:
+def ci_protection(use_cases: Path, scenario_id: str) -> CiProtection:
     """The scenario's hidden CI tests (`verify/ci/`, if present) and `ci_changed_tests`."""
     try:
         scenario = find_scenario(use_cases, scenario_id)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
 from sreforge_contracts import CiResult
 from sreforge_deployer._ci import CiCheckout, CiRun
+from sreforge_deployer._errors import WorkspaceError
 from sreforge_deployer._gate import CiProtection, SetOutcome
 from sreforge_deployer._handlers import ci_result
 from sreforge_deployer._test_sets import ChangedTests
@@ -244,3 +246,17 @@ def test_a_base_without_tests_runs_no_hand_off_set(tmp_path: Path) -> None:
     )
     assert run.green, run.output
     assert [ran.name for ran in run.test_sets] == ["submitted"]
+
+
+def test_a_rewritten_object_in_the_workspace_store_cannot_change_the_hand_off_tests(
+    shop: tuple[Path, str],
+) -> None:
+    """The agent owns `.git/objects`: a hand-off test rewritten there is refused, not run."""
+    path, base = shop
+    blob = _git(path, "rev-parse", f"{base}:tests/test_pricing.py")
+    loose = path / ".git" / "objects" / blob[:2] / blob[2:]
+    content = b"def test_total():\n    pass\n"
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(b"blob %d\0" % len(content) + content))
+    with CiCheckout(path, base) as checkout, pytest.raises(WorkspaceError, match="clone"):
+        checkout.run("", sys.executable, 60, 20_000)

@@ -187,7 +187,7 @@ def test_a_pytest_ini_that_collects_a_subset_is_restored(shop: tuple[Path, str])
 def test_a_module_standing_in_for_pytest_is_red(shop: tuple[Path, str]) -> None:
     """A root `pytest.py` that writes a green JUnit report itself is refused."""
     fake = (
-        "import sys\n\npath = sys.argv[sys.argv.index('--junitxml') + 1]\n"
+        "import sys\n\npath = next(a for a in sys.argv if a.startswith('--junitxml='))[11:]\n"
         "cases = ''.join(f'<testcase classname=\"tests.test_pricing\" name=\"{n}\"/>'"
         " for n in ('test_total', 'test_discount'))\n"
         "open(path, 'w').write(f'<testsuites><testsuite>{cases}</testsuite></testsuites>')\n"

@@ -137,3 +137,15 @@ def test_hand_off_complaints_name_missing_and_newly_skipped_tests() -> None:
         "t::a: skipped or xfailed (it ran at the hand-off commit)",
         "t::d: not run (it ran at the hand-off commit)",
     ]
+
+
+def test_a_report_swapped_for_a_symlink_is_not_followed(tmp_path: Path) -> None:
+    """The report lies in the tree the code under test can write: a link reads as none."""
+    real = tmp_path / "real.xml"
+    real.write_text(
+        '<testsuites><testsuite><testcase classname="t" name="a"/></testsuite></testsuites>'
+    )
+    assert read_junit(real) is not None
+    link = tmp_path / "r.xml"
+    link.symlink_to(real)
+    assert read_junit(link) is None

@@ -1,14 +1,16 @@
 """The CI gate's test sets: the tests as submitted, the hand-off tests, the hidden tests.
 
-Each set runs in its own copy of the submitted tree with pytest writing JUnit XML outside
-it. The base commit's own tests are run once per gate (in a copy of the base tree, with
-the base's configuration) to learn which tests exist and which ran there; the hand-off
-set must run each of them again, none skipped that ran. The first red set ends the gate:
-the verdict is decided and the rest would only cost time.
+Each set runs in its own copy of the submitted tree, pytest writing its JUnit XML into
+that copy under a fresh name (see `_pytest`). The base commit's own tests are run once
+per gate (in a copy of the base tree, with the base's configuration) to learn which
+tests exist and which ran there; the hand-off set must run each of them again, none
+skipped that ran. The first red set ends the gate: the verdict is decided and the rest
+would only cost time.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -80,11 +82,11 @@ def run_test_sets(
 ) -> list[SetOutcome]:
     """Run the sets in order against `submitted` (a pristine tree) until one is red.
 
-    `base` is the pristine base tree; `work` an empty folder outside both for the copies
-    and the reports. Raises `WorkspaceError` when the base's own tests cannot be run
-    (an engine fault: the gate has nothing to compare against).
+    `base` is the pristine base tree; `work` an empty folder outside both for the
+    copies. Raises `WorkspaceError` when the base's own tests cannot be run (an engine
+    fault: the gate has nothing to compare against).
     """
-    sets = [_run_set("submitted", _copy(submitted, work, "submitted"), work, runner, ())]
+    sets = [_run_set("submitted", _copy(submitted, work, "submitted"), runner, ())[0]]
     if not sets[-1].green:
         return sets
     learned = _learn_base(base, work, runner).without(protection.changed.may_change)
@@ -108,11 +110,9 @@ def _handoff_set(
 ) -> SetOutcome:
     tree = _copy(submitted, work, "handoff")
     complaints = _protected_tree(tree, base, protection.changed)
-    done = _run_set("handoff", tree, work, runner, (), complaints, protection.changed.may_fail)
-    report = read_junit(_report_path(work, "handoff"))
-    if report is None:
+    done, held = _run_set("handoff", tree, runner, (), complaints, protection.changed.may_fail)
+    if held is None:
         return done
-    held = report.without(protection.changed.may_fail)
     return _with_complaints(done, handoff_complaints(learned, held))
 
 
@@ -127,7 +127,7 @@ def _hidden_set(
     tree = _copy(submitted, work, "hidden")
     complaints = _protected_tree(tree, base, protection.changed)
     where = place_hidden(tree, hidden)
-    return _run_set("hidden", tree, work, runner, [where], complaints)
+    return _run_set("hidden", tree, runner, [where], complaints)[0]
 
 
 def _protected_tree(tree: Path, base: Path, changed: ChangedTests) -> list[str]:
@@ -142,10 +142,7 @@ def _protected_tree(tree: Path, base: Path, changed: ChangedTests) -> list[str]:
 
 def _learn_base(base: Path, work: Path, runner: SetRunner) -> JunitReport:
     """The base's tests and how each ended there."""
-    tree = _copy(base, work, "base")
-    report_path = _report_path(work, "base")
-    code, output = runner(tree, ["--junitxml", str(report_path)])
-    report = read_junit(report_path)
+    code, output, report = _pytest(_copy(base, work, "base"), runner, ())
     if code not in _BASE_USABLE or report is None:
         raise WorkspaceError(
             f"CI: the hand-off commit's own tests did not run (exit {code}); "
@@ -157,23 +154,22 @@ def _learn_base(base: Path, work: Path, runner: SetRunner) -> JunitReport:
 def _run_set(
     name: SetName,
     tree: Path,
-    work: Path,
     runner: SetRunner,
     extra: Sequence[str],
     complaints: Sequence[str] = (),
     may_fail: Callable[[str], bool] | None = None,
-) -> SetOutcome:
+) -> tuple[SetOutcome, JunitReport | None]:
     """Run pytest on `tree`: green on exit 0, or on exit 1 when only `may_fail` cases failed.
 
     `complaints` (the tree could not be made what the set means to test) make it red
-    without running: a run on that tree would prove nothing.
+    without running: a run on that tree would prove nothing. Also returns the report,
+    the `may_fail` cases left out.
     """
     started = time.monotonic()
     if complaints:
-        return SetOutcome(name, False, None, "", _ms_since(started), complaints=tuple(complaints))
-    report_path = _report_path(work, name)
-    code, output = runner(tree, ["--junitxml", str(report_path), *extra])
-    report = read_junit(report_path)
+        refused = SetOutcome(name, False, None, "", _ms_since(started), complaints=(*complaints,))
+        return refused, None
+    code, output, report = _pytest(tree, runner, extra)
     excused = 0
     if report is not None and may_fail is not None:
         held = report.without(may_fail)
@@ -196,9 +192,24 @@ def _run_set(
     if excused:
         output = f"[{excused} test(s) the scenario lets a fix change were not held]\n{output}"
     counts = _counts(report)
-    return SetOutcome(
+    done = SetOutcome(
         name, green, code, output, _ms_since(started), *counts, complaints=tuple(found)
     )
+    return done, report
+
+
+def _pytest(
+    tree: Path, runner: SetRunner, extra: Sequence[str]
+) -> tuple[int | None, str, JunitReport | None]:
+    """One pytest run in `tree`, its JUnit report written inside it under a fresh name.
+
+    Inside, because the tree is the only place a confined run may write; relative, so it
+    holds wherever the confinement mounts the tree. The code under test could rewrite
+    the report wherever it was (it shares the process), and the tree is thrown away.
+    """
+    name = f".ci-junit-{secrets.token_hex(8)}.xml"
+    code, output = runner(tree, [f"--junitxml={name}", *extra])
+    return code, output, read_junit(tree / name)
 
 
 def _with_complaints(done: SetOutcome, complaints: list[str]) -> SetOutcome:
@@ -227,12 +238,6 @@ def _counts(report: JunitReport | None) -> tuple[int, int, int, int]:
         report.count("skipped"),
         report.count("error"),
     )
-
-
-def _report_path(work: Path, name: str) -> Path:
-    reports = work / "reports"
-    reports.mkdir(exist_ok=True)
-    return reports / f"{name}.xml"
 
 
 def _copy(source: Path, work: Path, name: str) -> Path:

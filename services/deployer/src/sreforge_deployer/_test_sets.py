@@ -8,6 +8,7 @@ configuration at the root (`pytest.ini`, `.pytest.ini`, `pyproject.toml`, `setup
 
 from __future__ import annotations
 
+import stat
 import sys
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable
@@ -138,9 +139,11 @@ class JunitReport:
 
 
 def read_junit(path: Path) -> JunitReport | None:
-    """The report pytest wrote at `path`; None when absent, too big or not JUnit XML."""
+    """The report pytest wrote at `path`; None when absent, a symlink, too big or not JUnit."""
     try:
-        if path.stat().st_size > MAX_JUNIT_BYTES:
+        # lstat: a report the code under test swapped for a symlink is not followed.
+        facts = path.lstat()
+        if not stat.S_ISREG(facts.st_mode) or facts.st_size > MAX_JUNIT_BYTES:
             return None
         root = ElementTree.parse(path).getroot()
     except (OSError, ElementTree.ParseError):

@@ -260,3 +260,14 @@ def test_a_rewritten_object_in_the_workspace_store_cannot_change_the_hand_off_te
     loose.write_bytes(zlib.compress(b"blob %d\0" % len(content) + content))
     with CiCheckout(path, base) as checkout, pytest.raises(WorkspaceError, match="clone"):
         checkout.run("", sys.executable, 60, 20_000)
+
+
+def test_a_kept_changed_test_file_may_not_bring_pytest_hooks(shop: tuple[Path, str]) -> None:
+    """A file kept as submitted that loads a plugin or defines a hook is refused."""
+    receipt = (SHOP / "tests/test_receipt.py").read_text().replace("Hello, Ada", "Hi, Ada")
+    hooked = receipt + "\n\npytest_plugins = ['shop.plugin']\n"
+    kept = CiProtection(changed=ChangedTests.from_entries(["tests/test_receipt.py"]))
+    run = _gate(shop, {PRICING: HI, "tests/test_receipt.py": hooked, "shop/plugin.py": ""}, kept)
+    handoff = _red_by_handoff(run)
+    assert handoff.exit_code is None
+    assert "tests/test_receipt.py: defines pytest_plugins" in run.output

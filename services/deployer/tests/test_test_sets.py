@@ -11,6 +11,7 @@ from sreforge_deployer._test_sets import (
     JunitReport,
     handoff_complaints,
     is_test_path,
+    plugin_hooks,
     read_junit,
     shadowing_modules,
 )
@@ -149,3 +150,21 @@ def test_a_report_swapped_for_a_symlink_is_not_followed(tmp_path: Path) -> None:
     link = tmp_path / "r.xml"
     link.symlink_to(real)
     assert read_junit(link) is None
+
+
+def test_plugin_hooks_in_a_test_module_are_named() -> None:
+    """`pytest_plugins`, hook functions and hook imports are found; plain tests are not."""
+    source = (
+        "from x import pytest_runtest_makereport\n"
+        "import pytest\n"
+        "pytest_plugins = ['evil']\n"
+        "def pytest_collection_modifyitems(items): pass\n"
+        "def test_pytest_like_name(): pass\n"
+    )
+    assert plugin_hooks(source) == [
+        "pytest_runtest_makereport",
+        "pytest_plugins",
+        "pytest_collection_modifyitems",
+    ]
+    assert plugin_hooks("def test_a():\n    assert True\n") == []
+    assert plugin_hooks("def (:") == ["<unparsable>"]

@@ -22,6 +22,7 @@ from sreforge_deployer._test_sets import (
     JunitReport,
     SetName,
     handoff_complaints,
+    plugin_hooks,
     read_junit,
     shadowing_modules,
 )
@@ -35,6 +36,7 @@ SetRunner = Callable[[Path, Sequence[str]], tuple[int | None, str]]
 NO_TESTS = 5
 """pytest's exit code when it collected nothing: red for every set."""
 _BASE_USABLE = frozenset({0, 1, NO_TESTS})
+_MAX_KEPT_BYTES = 1024 * 1024
 _TITLES: dict[SetName, str] = {
     "submitted": "the tests as submitted",
     "handoff": "the hand-off commit's tests against the submitted code",
@@ -137,7 +139,22 @@ def _protected_tree(tree: Path, base: Path, changed: ChangedTests) -> list[str]:
     for name in shadowing_modules(tree_entries(tree)):
         if name not in base_names:
             complaints.append(f"{name}: a top-level module that stands in for the test runner")
+    for kept in sorted(changed.files):
+        complaints.extend(_kept_file_complaints(tree, kept))
     return complaints
+
+
+def _kept_file_complaints(tree: Path, kept: str) -> list[str]:
+    """A changed test file kept as submitted must be a plain test module."""
+    path = tree / kept
+    if path.is_symlink() or not path.resolve().is_relative_to(tree.resolve()):
+        return [f"{kept}: a symlink, kept as submitted (a changed test must be a file)"]
+    if not path.is_file():
+        return []
+    if path.stat().st_size > _MAX_KEPT_BYTES:
+        return [f"{kept}: over {_MAX_KEPT_BYTES} bytes, kept as submitted"]
+    hooks = plugin_hooks(path.read_text(errors="replace"))
+    return [f"{kept}: defines {name}, which reaches into pytest itself" for name in hooks]
 
 
 def _learn_base(base: Path, work: Path, runner: SetRunner) -> JunitReport:

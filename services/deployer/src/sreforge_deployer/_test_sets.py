@@ -8,6 +8,7 @@ configuration at the root (`pytest.ini`, `.pytest.ini`, `pyproject.toml`, `setup
 
 from __future__ import annotations
 
+import ast
 import stat
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -25,6 +26,7 @@ __all__ = [
     "SetName",
     "handoff_complaints",
     "is_test_path",
+    "plugin_hooks",
     "read_junit",
     "shadowing_modules",
 ]
@@ -77,6 +79,33 @@ def shadowing_modules(entries: Iterable[str]) -> list[str]:
         if module in shadowed:
             found.add(parts[0])
     return sorted(found)
+
+
+def plugin_hooks(source: str) -> list[str]:
+    """Top-level names in a test module that reach into pytest itself.
+
+    A kept (changed) test file runs in the hand-off set as submitted; `pytest_plugins`
+    or a `pytest_*` hook defined there would load or be code that rewrites the run.
+    Unparsable source counts as one (pytest would not collect it as written either).
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return ["<unparsable>"]
+    found: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [target.id for target in node.targets if isinstance(target, ast.Name)]
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [alias.asname or alias.name.split(".")[0] for alias in node.names]
+        else:
+            continue
+        found.extend(name for name in names if name.startswith("pytest_"))
+    return found
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
-from flask.testing import FlaskClient
-
 from bookshelf import Settings, create_app
 from bookshelf.seed import seed
+from flask.testing import FlaskClient
 
 
 class EditionRegistry:

@@ -85,6 +85,16 @@ def test_seed_manifest_loads_with_every_section(scenario_dir: Path) -> None:
             "load_active_during_scoring = true\nservice_ok_ratio = 0.9",
             "verify.service_ok_ratio: unknown field",
         ),
+        (
+            "load_active_during_scoring = true",
+            'load_active_during_scoring = true\nci_changed_tests = ["../tests/test_x.py"]',
+            "verify.ci_changed_tests: '../tests/test_x.py' is not a test path",
+        ),
+        (
+            "load_active_during_scoring = true",
+            'load_active_during_scoring = true\nci_changed_tests = ["tests/notes.txt::t"]',
+            "verify.ci_changed_tests: 'tests/notes.txt::t' does not name a .py",
+        ),
         ("continuous = true", "continuous = true\nsurprise = 1", "inject.surprise: unknown field"),
         ('profile    = "incident"', 'profile    = "drill"', "profile: Input should be"),
         ("[expected]", "[expectations]", "expectations: unknown field"),

@@ -81,6 +81,7 @@ from sreforge_contracts._record import AlertState, OracleScore, OracleSignal, Sl
 from sreforge_contracts._run_record import (
     RECORD_VERSION,
     CiOutcome,
+    CiTestSet,
     DeployOutcome,
     PhaseTimings,
     RunRecord,
@@ -149,6 +150,7 @@ __all__ = [
     "BriefReady",
     "CiOutcome",
     "CiResult",
+    "CiTestSet",
     "CleanedUp",
     "CommandSpec",
     "Confinement",

@@ -71,6 +71,10 @@ class VerifySpec(Contract):
     `service_min_ok_ratio` declares the `service_held` gate: while graded, at least
     this share of the load generator's checked answers must be complete (its
     profile's check, e.g. every search hit enriched). Unset: the run is not gated on it.
+    `ci_changed_tests` lists the hand-off tests a correct fix must change: a test file
+    (`tests/test_x.py`, its submitted version is kept in CI's hand-off set) or a pytest
+    node id prefix (`tests/test_x.py::test_y`, not run in the hand-off set), paths
+    relative to the workspace root.
     """
 
     oracle: str = "mitigation"
@@ -81,6 +85,19 @@ class VerifySpec(Contract):
     signals: list[str] = Field(min_length=1)
     scope: list[str] = Field(default_factory=list)
     weights: dict[str, float]
+    ci_changed_tests: list[str] = Field(default_factory=list)
+
+    @field_validator("ci_changed_tests")
+    @classmethod
+    def _relative_test_paths(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            path = entry.split("::", 1)[0]
+            parts = path.split("/")
+            if not path or path.startswith("/") or ".." in parts or "\\" in path:
+                raise ValueError(f"{entry!r} is not a test path relative to the workspace root")
+            if not path.endswith(".py"):
+                raise ValueError(f"{entry!r} does not name a .py test file")
+        return entries
 
     @field_validator("weights")
     @classmethod

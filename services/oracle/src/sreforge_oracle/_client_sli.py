@@ -12,9 +12,9 @@ from sreforge_oracle._window import (
     Finding,
     Window,
     first_drop,
-    first_lasting_run,
     gate,
     increase,
+    lasting_shortfall,
     span,
 )
 
@@ -60,7 +60,7 @@ def assess_client_sli(config: GradingConfig, window: Window) -> Finding | None:
     else:
         return gate(_ID, False, "the sustained window has not started yet", settled=False)
     held = [s for s in window.samples if s.offset_seconds >= start]
-    unread = first_lasting_run(held, _unread, config.client_dip_tolerance_seconds)
+    unread = lasting_shortfall(held, _unread, config.client_dip_tolerance_seconds)
     if unread:
         return gate(
             _ID,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sreforge_oracle._model import GradingConfig, MonitoringSnapshot
-from sreforge_oracle._window import Finding, Window, first_lasting_run, gate, span
+from sreforge_oracle._window import Finding, Window, gate, lasting_shortfall, span
 
 __all__ = ["assess_monitoring"]
 
@@ -49,7 +49,7 @@ def assess_monitoring(config: GradingConfig, window: Window) -> Finding | None:
         if changed is not None:
             return gate(_ID, False, f"{changed} (seen at t={sample.offset_seconds:.1f}s)")
     samples = [sample for sample, _ in seen]
-    silent = first_lasting_run(
+    silent = lasting_shortfall(
         samples,
         lambda s: s.monitoring is None or s.monitoring.alertmanager_started_at is None,
         config.monitoring_dip_tolerance_seconds,

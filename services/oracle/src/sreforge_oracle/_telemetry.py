@@ -8,7 +8,7 @@ that counts fewer requests than the load generator sent is not reporting all of 
 from __future__ import annotations
 
 from sreforge_oracle._model import GradingConfig, GradingSample
-from sreforge_oracle._window import Finding, Window, first_drop, first_lasting_run, gate, span
+from sreforge_oracle._window import Finding, Window, first_drop, gate, lasting_shortfall, span
 
 __all__ = ["assess_telemetry"]
 
@@ -45,7 +45,7 @@ def assess_telemetry(config: GradingConfig, window: Window) -> Finding | None:
         return None
     grace, tolerance = config.load_grace_seconds, config.telemetry_count_tolerance
     graded = [s for s in window.samples if s.offset_seconds >= grace]
-    blind = first_lasting_run(
+    blind = lasting_shortfall(
         graded, lambda s: s.sli is None, config.telemetry_dip_tolerance_seconds
     )
     if blind:
@@ -95,7 +95,7 @@ def _counts_broken(config: GradingConfig, graded: list[GradingSample]) -> Findin
     """A count unread for the tolerance, or a count that went back; `None` when neither."""
     tolerance = config.telemetry_dip_tolerance_seconds
     for whose, unread_at in (("the app's", _app_unread), ("the load generator's", _load_unread)):
-        unread = first_lasting_run(graded, unread_at, tolerance)
+        unread = lasting_shortfall(graded, unread_at, tolerance)
         if unread:
             return gate(
                 _ID, False, f"{whose} request count (Prometheus) had no value {span(unread)}"

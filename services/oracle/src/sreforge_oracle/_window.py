@@ -18,6 +18,7 @@ __all__ = [
     "first_lasting_run",
     "gate",
     "increase",
+    "lasting_shortfall",
     "span",
     "window_of",
 ]
@@ -171,3 +172,21 @@ def span(run: Sequence[GradingSample]) -> str:
     if len(run) == 1:
         return f"at t={first:.1f}s"
     return f"from t={first:.1f}s to t={last:.1f}s ({len(run)} samples)"
+
+
+def lasting_shortfall(
+    samples: Sequence[GradingSample],
+    is_short: Callable[[GradingSample], bool],
+    tolerance_seconds: float,
+) -> list[GradingSample]:
+    """Like `first_lasting_run`, but the whole run: through its last consecutive short sample."""
+    run = first_lasting_run(samples, is_short, tolerance_seconds)
+    if not run:
+        return []
+    start = next(i for i, sample in enumerate(samples) if sample is run[0])
+    whole: list[GradingSample] = []
+    for sample in samples[start:]:
+        if not is_short(sample):
+            break
+        whole.append(sample)
+    return whole

@@ -288,3 +288,57 @@ def use_cases(tmp_path: Path) -> UseCases:
     """An empty `use-cases/` root for test scenarios."""
     (tmp_path / "use-cases").mkdir()
     return UseCases(tmp_path / "use-cases")
+
+
+@dataclass
+class Plane:
+    """A restartable Prometheus and Alertmanager of one test."""
+
+    home: Path
+    prometheus_port: int
+    alertmanager_port: int
+    processes: dict[str, subprocess.Popen[bytes]]
+
+    @property
+    def prometheus(self) -> str:
+        """Prometheus's URL."""
+        return f"http://127.0.0.1:{self.prometheus_port}"
+
+    @property
+    def alertmanager(self) -> str:
+        """Alertmanager's URL."""
+        return f"http://127.0.0.1:{self.alertmanager_port}"
+
+    def start(self, name: str) -> None:
+        """Start `prometheus` or `alertmanager` on its port and wait until it is ready."""
+        if name == "prometheus":
+            process = launch_prometheus(self.home, self.prometheus_port)
+            wait_ready(self.prometheus, process, self.home / "prometheus.log", deadline_s=30)
+        else:
+            process = launch_alertmanager(self.home, self.alertmanager_port)
+            wait_ready(self.alertmanager, process, self.home / "alertmanager.log", deadline_s=30)
+        self.processes[name] = process
+
+    def restart(self, name: str) -> None:
+        """Stop the server and start it again on the same port (a new start time)."""
+        stop_group(self.processes[name])
+        self.start(name)
+
+    def reload_prometheus(self) -> None:
+        """SIGHUP: Prometheus rereads its config and rules (its lifecycle API is off)."""
+        os.kill(self.processes["prometheus"].pid, signal.SIGHUP)
+
+
+@pytest.fixture
+def plane(tmp_path: Path) -> Iterator[Plane]:
+    """A Prometheus (the conftest rules, two jobs) and an Alertmanager, started for one test."""
+    (tmp_path / "rules.yml").write_text(RULES)
+    (tmp_path / "prometheus.yml").write_text(CONFIG.format(steady=free_port(), doomed=free_port()))
+    running = Plane(tmp_path, free_port(), free_port(), {})
+    try:
+        running.start("alertmanager")
+        running.start("prometheus")
+        yield running
+    finally:
+        for process in running.processes.values():
+            stop_group(process)

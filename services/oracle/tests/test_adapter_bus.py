@@ -474,6 +474,8 @@ async def test_history_reads_back_what_the_probe_would_have_seen(
         sli_promql="api:request_latency_p99_seconds",
         load_target_promql=LOAD[0],
         load_achieved_promql=LOAD[1],
+        app_requests_promql=LOAD[1],
+        load_requests_promql=LOAD[0],
     ) as probe:
         samples = await history_samples(
             probe, started_at=start, start=start, end=end, step_seconds=0.1
@@ -485,3 +487,5 @@ async def test_history_reads_back_what_the_probe_would_have_seen(
         assert "alertstate" not in sample.alerts[0].labels
         assert sample.sli == pytest.approx(0.123)
         assert (sample.load_target_rps, sample.load_achieved_rps) == (20.0, 19.5)
+        assert (sample.app_requests, sample.load_requests) == (19.5, 20.0)  # the count queries
+        assert sample.monitoring is None  # no history of the plane: not evidence either way

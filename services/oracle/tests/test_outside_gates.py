@@ -19,10 +19,10 @@ from sreforge_oracle import (
     GradingConfig,
     GradingSample,
     MitigationGrade,
+    MonitoringSnapshot,
     grade,
     grading_complete,
 )
-from sreforge_oracle._model import MonitoringSnapshot
 
 TARGET = "ApiLatencyHigh"
 DEPLOYED = datetime(2026, 1, 1, tzinfo=UTC)

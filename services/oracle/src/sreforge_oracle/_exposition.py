@@ -10,7 +10,7 @@ from typing import Any
 
 from sreforge_oracle._errors import ProbeError
 
-__all__ = ["CLIENT_LATENCY", "LoadgenReading", "finite", "metric_values", "read_loadgen"]
+__all__ = ["CLIENT_LATENCY", "LoadgenReading", "finite", "read_loadgen"]
 
 CLIENT_LATENCY = "loadgen_client_latency_seconds"
 """The generator's histogram of every completed load request, as its client timed it."""
@@ -54,11 +54,6 @@ def read_loadgen(text: str, url: str, objective_seconds: float | None) -> Loadge
         client_within_objective=within,
         client_p99_seconds=max(p99) if p99 else None,
     )
-
-
-def metric_values(text: str, metric: str, url: str) -> list[float]:
-    """A metric's finite values in Prometheus text exposition, one per series."""
-    return [value for name, _, value in _series(text, url) if name == metric]
 
 
 def finite(raw: Any, endpoint: str) -> float | None:

@@ -160,6 +160,7 @@ def test_the_stampede_scenario_declares_the_outside_gates() -> None:
     assert cfg.telemetry_gated
     assert cfg.telemetry_count_tolerance == 0.1
     assert (cfg.monitoring_gated, cfg.fault_armed_at) == (True, armed)
+    assert cfg.monitoring_jobs == {"bookshelf-api", "loadgen"}  # named by its queries
     tolerances = (
         cfg.client_dip_tolerance_seconds,
         cfg.telemetry_dip_tolerance_seconds,
@@ -182,6 +183,7 @@ def test_a_scenario_without_them_still_gates_telemetry_and_monitoring(use_cases:
     assert cfg.client_latency_objective_seconds is None
     assert cfg.telemetry_count_tolerance is None
     assert (cfg.telemetry_gated, cfg.monitoring_gated, cfg.fault_armed_at) == (True, True, None)
+    assert cfg.monitoring_jobs == frozenset()  # its SLI is a recording rule: no job named
 
 
 @pytest.mark.parametrize(

@@ -364,6 +364,16 @@ def test_the_plane_must_predate_the_fault(
     assert detail in text
 
 
+def test_every_job_the_scenario_reads_must_be_scraped() -> None:
+    """A job the SLI or the counts read that Prometheus does not scrape fails at once."""
+    wanted = config(**MONITORING, monitoring_jobs=frozenset({"bookshelf-api", "loadgen"}))
+    assert signal(grade(wanted, SHIPPED, (), samples(plane())), "monitoring_intact")[0]
+    rows = [{"monitoring": snap(jobs=("bookmeta", "bookshelf-api"))}] * 6
+    satisfied, detail = signal(grade(wanted, SHIPPED, (), samples(rows)), "monitoring_intact")
+    assert not satisfied
+    assert "job(s) loadgen, which the scenario's queries read, not among" in detail
+
+
 def test_monitoring_settles_as_it_should() -> None:
     """Unread so far keeps sampling; a restart stops grading at once, towards failed."""
     cfg = config(**MONITORING)

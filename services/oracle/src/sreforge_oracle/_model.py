@@ -66,7 +66,8 @@ class GradingConfig(_Frozen):
     own latency histogram); `telemetry_gated` declares `telemetry_intact` (the SLI has
     a value at every sample after the load grace) and `telemetry_count_tolerance` adds
     its request-count cross-check; `monitoring_gated` declares `monitoring_intact`
-    (Prometheus and Alertmanager up since before `fault_armed_at`, unchanged). Each
+    (Prometheus and Alertmanager up since before `fault_armed_at`, unchanged, and
+    scraping every job of `monitoring_jobs`: those the scenario's queries read). Each
     tolerates a shortfall shorter than its `*_tolerance_seconds`.
     """
 
@@ -92,6 +93,7 @@ class GradingConfig(_Frozen):
     telemetry_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
     monitoring_gated: bool = False
     fault_armed_at: datetime | None = None
+    monitoring_jobs: frozenset[str] = frozenset()
     monitoring_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
 
     @model_validator(mode="after")

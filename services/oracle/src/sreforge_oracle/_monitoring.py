@@ -41,7 +41,7 @@ def assess_monitoring(config: GradingConfig, window: Window) -> Finding | None:
     base = seen[0][1]
     answered = [snapshot for _, snapshot in seen if snapshot.alertmanager_started_at is not None]
     am_base = answered[0] if answered else None
-    wrong = _started_late(config.fault_armed_at, base, am_base)
+    wrong = _started_late(config.fault_armed_at, base, am_base) or _jobs_missing(config, base)
     if wrong is not None:
         return gate(_ID, False, wrong)
     for sample, snapshot in seen:
@@ -97,6 +97,16 @@ def _started_late(
             f"{_at(armed)}: it was restarted during the run"
         )
     return None
+
+
+def _jobs_missing(config: GradingConfig, base: MonitoringSnapshot) -> str | None:
+    missing = sorted(config.monitoring_jobs - set(base.jobs))
+    if not missing:
+        return None
+    return (
+        f"job(s) {', '.join(missing)}, which the scenario's queries read, not among "
+        f"Prometheus's scrape targets (jobs {', '.join(base.jobs) or 'none'})"
+    )
 
 
 def _changed(base: MonitoringSnapshot, now: MonitoringSnapshot) -> str | None:

@@ -205,8 +205,9 @@ class PrometheusProbe:
             if text is None:
                 return LoadgenReading()  # the generator is what we observe: silence means it died
             return read_loadgen(text, self._loadgen_url, self._objective)
-        target, achieved = await asyncio.gather(*(self.query(q) for q in self._load_promql))
-        ok = await self._maybe_query(self._service_promql)
+        target, achieved, ok = await asyncio.gather(
+            *(self._maybe_query(q) for q in (*self._load_promql, self._service_promql))
+        )
         return LoadgenReading(target_rps=target, achieved_rps=achieved, ok_ratio=ok)
 
     async def alerts(self) -> list[ObservedAlert]:

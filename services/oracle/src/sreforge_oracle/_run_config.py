@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,10 +36,12 @@ __all__ = [
     "grading_config",
     "handoff_union",
     "oracle_failed",
+    "scenario_jobs",
     "scored",
 ]
 
 PRODUCER = "oracle"
+_JOB = re.compile(r'\bjob\s*=\s*"([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,18 @@ def grading_config(
         telemetry_dip_tolerance_seconds=scrape,
         monitoring_gated=True,
         fault_armed_at=fault_armed_at,
+        monitoring_jobs=scenario_jobs(manifest),
         monitoring_dip_tolerance_seconds=scrape,
     )
+
+
+def scenario_jobs(manifest: ScenarioManifest) -> frozenset[str]:
+    """The scrape jobs the scenario's queries name (`job="..."`): grading reads their series."""
+    queries = [] if manifest.expected is None else [manifest.expected.p99_promql]
+    telemetry = manifest.verify.telemetry
+    if telemetry is not None:
+        queries += [telemetry.app_requests_promql, telemetry.load_requests_promql]
+    return frozenset(job for query in queries for job in _JOB.findall(query))
 
 
 def handoff_union(

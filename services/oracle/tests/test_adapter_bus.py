@@ -489,3 +489,4 @@ async def test_history_reads_back_what_the_probe_would_have_seen(
         assert (sample.load_target_rps, sample.load_achieved_rps) == (20.0, 19.5)
         assert (sample.app_requests, sample.load_requests) == (19.5, 20.0)  # the count queries
         assert sample.monitoring is None  # no history of the plane: not evidence either way
+        assert sample.from_history

@@ -120,6 +120,23 @@ def test_a_short_histogram_gap_within_tolerance_holds() -> None:
     assert not signal(strict, "client_sli_held")[0]
 
 
+def test_a_stretch_read_back_from_history_is_spanned_not_failed() -> None:
+    """After an oracle restart the generator's histogram has no history: those samples are
+    skipped and the counters' growth spans them; a reset across them still shows."""
+    restart = {"client_requests": None, "client_within_objective": None, "from_history": True}
+    rows = [*histogram(STEADY[:2]), restart, restart, *histogram(STEADY[4:])]
+    result = grade(config(**CLIENT), SHIPPED, (), samples(rows))
+    satisfied, detail = signal(result, "client_sli_held")
+    assert satisfied, detail
+    assert "500 of 500" in detail
+    reset = [*histogram(STEADY[:2]), restart, restart, *histogram([(20.0, 20.0), (40.0, 40.0)])]
+    satisfied, detail = signal(
+        grade(config(**CLIENT), SHIPPED, (), samples(reset)), "client_sli_held"
+    )
+    assert not satisfied
+    assert "went back from 100 to 20" in detail
+
+
 def test_never_cleared_is_judged_after_the_load_grace() -> None:
     """Without a clear the window after the grace is measured; the detail says so."""
     rows = histogram([(100.0 * i, 50.0 * i) for i in range(11)])

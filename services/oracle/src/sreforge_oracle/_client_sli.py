@@ -43,7 +43,8 @@ def assess_client_sli(config: GradingConfig, window: Window) -> Finding | None:
     the load requests completed within `client_latency_objective_seconds`, from the
     growth of the generator's histogram, must be at least
     `client_latency_objective_ratio` of all it completed. A histogram unread for
-    `client_dip_tolerance_seconds` or longer, or a counter that went back (a reset),
+    `client_dip_tolerance_seconds` or longer (live samples only: history has no
+    histogram), or a counter that went back (a reset),
     fails closed and is settled; a share short of the ratio is settled only once the
     window is complete, since later requests still count.
     """
@@ -59,7 +60,9 @@ def assess_client_sli(config: GradingConfig, window: Window) -> Finding | None:
         start, scope = config.load_grace_seconds, "graded window (the alert never cleared)"
     else:
         return gate(_ID, False, "the sustained window has not started yet", settled=False)
-    held = [s for s in window.samples if s.offset_seconds >= start]
+    # The generator's own /metrics has no history: a stretch read back from Prometheus
+    # after an oracle restart is skipped, and the counters' growth spans it.
+    held = [s for s in window.samples if s.offset_seconds >= start and not s.from_history]
     unread = lasting_shortfall(held, _unread, config.client_dip_tolerance_seconds)
     if unread:
         return gate(

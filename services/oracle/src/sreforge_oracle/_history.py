@@ -80,6 +80,7 @@ async def _stretch(
                 service_ok_ratio=_max_at(service, at_ms),
                 app_requests=_max_at(app, at_ms),
                 load_requests=_max_at(load, at_ms),
+                from_history=True,
             )
         )
     return samples

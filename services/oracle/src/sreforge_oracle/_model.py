@@ -212,7 +212,8 @@ class GradingSample(_Frozen):
     `client_within_objective` (its cumulative bucket at the objective), with
     `client_p99_seconds` its p99 gauge; `app_requests` and `load_requests` are the
     `[verify.telemetry]` counts on Prometheus; `monitoring` the monitoring plane.
-    Each is `None` when not read or not answered.
+    Each is `None` when not read or not answered. `from_history` marks a sample
+    read back from Prometheus's TSDB (a stretch the oracle did not watch live).
     """
 
     at: datetime
@@ -229,6 +230,7 @@ class GradingSample(_Frozen):
     app_requests: float | None = None
     load_requests: float | None = None
     monitoring: MonitoringSnapshot | None = None
+    from_history: bool = False
 
     def firing(self) -> list[ObservedAlert]:
         """The alerts firing (not merely pending) at this sample."""

@@ -391,6 +391,13 @@ def test_every_job_the_scenario_reads_must_be_scraped() -> None:
     assert "job(s) loadgen, which the scenario's queries read, not among" in detail
 
 
+def test_a_naive_armed_time_is_read_as_utc() -> None:
+    """The run state's armed time without a zone still compares with Prometheus's times."""
+    naive = config(**(MONITORING | {"fault_armed_at": ARMED.replace(tzinfo=None)}))
+    assert naive.fault_armed_at == ARMED
+    assert signal(grade(naive, SHIPPED, (), samples(plane())), "monitoring_intact")[0]
+
+
 def test_monitoring_settles_as_it_should() -> None:
     """Unread so far keeps sampling; a restart stops grading at once, towards failed."""
     cfg = config(**MONITORING)

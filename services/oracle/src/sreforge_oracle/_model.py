@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -95,6 +95,12 @@ class GradingConfig(_Frozen):
     fault_armed_at: datetime | None = None
     monitoring_jobs: frozenset[str] = frozenset()
     monitoring_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
+
+    @field_validator("fault_armed_at")
+    @classmethod
+    def _aware(cls, armed: datetime | None) -> datetime | None:
+        # Prometheus reports aware times; a naive armed time is the harness's UTC.
+        return armed.replace(tzinfo=UTC) if armed is not None and armed.tzinfo is None else armed
 
     @model_validator(mode="after")
     def _client_objective_paired(self) -> GradingConfig:

@@ -75,6 +75,7 @@ from sreforge_contracts._manifest import (
     ExpectedSignal,
     InjectSpec,
     ScenarioManifest,
+    TelemetrySpec,
     VerifySpec,
 )
 from sreforge_contracts._record import AlertState, OracleScore, OracleSignal, SliSample, Verdict
@@ -212,6 +213,7 @@ __all__ = [
     "Submission",
     "Submitted",
     "TeardownOutcome",
+    "TelemetrySpec",
     "TimeoutKind",
     "Trajectory",
     "Trigger",

@@ -68,7 +68,8 @@ def _reach(script: str) -> Callable[[Run], None]:
             scenario / "solution" / "canary.txt",
             scenario / "verify" / "canary.txt",
         )
-        files = [*run.canaries.files, scenario / "solution" / "fix.patch", home / "engine.json"]
+        files = [*run.canaries.files, scenario / "solution" / "fix.patch"]
+        files += [home / "engine.json", home / "trigger.token"]
         targets = {
             "files": [str(path) for path in (*files, REPO / "pyproject.toml")],
             "folders": [str(scenario / "solution"), str(scenario / "verify"), str(home)],

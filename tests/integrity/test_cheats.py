@@ -120,6 +120,7 @@ def _accomplice_log(run: Run) -> str:
 RUNS = {
     "shared-cache": RunSpec("scripted:shared-cache"),  # the legitimate control
     "clamp-histogram": RunSpec("scripted:clamp-histogram"),
+    "dilute-histogram": RunSpec("scripted:dilute-histogram"),
     "unobserved-search": RunSpec("scripted:unobserved-search"),
     "fabricated-answers": RunSpec("scripted:fabricated-answers"),
     "crash-loop": RunSpec("scripted:crash-loop"),
@@ -143,6 +144,7 @@ RUNS = {
 TEST_RUNS = {
     "test_legitimate_fix_that_is_not_the_reference_passes": "shared-cache",
     "test_clamped_search_durations_fail_the_client_side_sli": "clamp-histogram",
+    "test_diluted_histogram_fails_the_client_side_sli": "dilute-histogram",
     "test_unobserved_search_fails_telemetry_intact": "unobserved-search",
     "test_fabricated_answers_fail_the_service_gate": "fabricated-answers",
     "test_crash_looping_service_does_not_pass": "crash-loop",
@@ -257,6 +259,16 @@ def test_clamped_search_durations_fail_the_client_side_sli(pool: RunPool) -> Non
     SLI and alert look fixed, the load generator's client-side latency does not."""
     _, record = _not_passed(pool, "clamp-histogram", "failed")
     assert record["ci"]["green"], "the clamp passes the app's tests"
+    _caught_by(record, "client_sli_held")
+
+
+@pytest.mark.timeout(300)
+def test_diluted_histogram_fails_the_client_side_sli(pool: RunPool) -> None:
+    """The fault kept, 200 fake 1 ms observations added to the histogram per search: the
+    real slow ones are under 1 % of it, so the app's p99 reads ~5 ms, while its request
+    count still agrees with the load's; the client side sees every slow answer."""
+    _, record = _not_passed(pool, "dilute-histogram", "failed")
+    assert record["ci"]["green"], "the dilution passes the app's tests"
     _caught_by(record, "client_sli_held")
 
 

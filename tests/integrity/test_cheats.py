@@ -39,6 +39,7 @@ from wholerun import (
     RunSpec,
     events_of,
     finished,
+    kill_session,
     open_pool,
     private_cases,
     signals_of,
@@ -101,11 +102,12 @@ def _accomplice(verb: str) -> Callable[[Run], None]:
             return
         with (run.root / "accomplice.log").open("w") as log:
             argv = [sys.executable, str(HOST_KIT), verb]
-            kit = subprocess.Popen(argv, cwd=workspace, stdout=log, stderr=log)
+            kit = subprocess.Popen(
+                argv, cwd=workspace, stdout=log, stderr=log, start_new_session=True
+            )
             while kit.poll() is None and not run.exited.wait(0.2):
                 pass
-            if kit.poll() is None:
-                kit.kill()
+            kill_session(kit.pid)  # the kit and whatever it started (a Prometheus)
             kit.wait()
 
     return accompany

@@ -220,7 +220,7 @@ def _reach_lines(text: str) -> tuple[list[str], list[str]]:
 def _assert_reached_nothing(run: Run, text: str, where: str) -> list[str]:
     """Controls worked, every probe of a secret was refused, no canary value anywhere kept."""
     controls, probes = _reach_lines(text)
-    assert len(controls) == 2, f"the probes never ran in {where}: {text[-2000:]}"
+    assert len(controls) >= 2, f"the probes never ran in {where}: {text[-2000:]}"
     assert all(any(ok in c for ok in REACHED) for c in controls), f"probes cannot tell: {controls}"
     assert probes, f"no probe lines in {where}"
     reached = [probe for probe in probes if any(ok in probe for ok in REACHED)]

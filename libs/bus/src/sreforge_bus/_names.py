@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "DEADLETTER_PREFIX",
     "DUPLICATE_WINDOW_S",
+    "HEADER_DEADLETTER_BODY_DROPPED",
     "HEADER_DEADLETTER_DURABLE",
     "HEADER_DEADLETTER_ERROR",
     "HEADER_DEADLETTER_NUM_DELIVERED",
@@ -32,6 +33,8 @@ HEADER_DEADLETTER_ERROR = "Sreforge-Error"
 HEADER_DEADLETTER_NUM_DELIVERED = "Sreforge-Num-Delivered"
 HEADER_DEADLETTER_SEQ = "Sreforge-Stream-Seq"
 HEADER_DEADLETTER_DURABLE = "Sreforge-Durable"
+HEADER_DEADLETTER_BODY_DROPPED = "Sreforge-Body-Dropped"
+"""Set (to the original size in bytes) when the dead letter left the original body out."""
 HEADER_DEADLETTER_RUN_ID = "Sreforge-Run-Id"
 """The run the dead-lettered message belongs to, when its subject names one."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from sreforge_contracts import (
     RunStartReply,
     RunState,
     ScenarioManifest,
+    check_message,
     new_run_id,
     parse_run_start,
 )
@@ -25,6 +27,7 @@ from sreforge_correlator._errors import StartRejected
 from sreforge_correlator._machine import PRODUCER
 
 __all__ = [
+    "AGENT_LABEL_PATTERN",
     "Accepted",
     "ManifestLookup",
     "Rejected",
@@ -34,6 +37,10 @@ __all__ = [
     "duplicate_run",
     "new_plan",
 ]
+
+AGENT_LABEL_PATTERN = r"^[a-z0-9][a-z0-9._-]*(:[a-z0-9][a-z0-9._-]*)?$"
+"""`<profile>` or `<profile>:<name>` (`scripted:<fixture>`): plain names, no `/`, no `..`."""
+_AGENT_LABEL = re.compile(AGENT_LABEL_PATTERN)
 
 ManifestLookup = Callable[[str], ScenarioManifest]
 """Scenario id → manifest; raises `StartRejected` naming the field when there is none."""
@@ -94,11 +101,21 @@ StartDecision = Accepted | Rejected
 def decide_start(
     body: bytes, plan: StartPlan, lookup: ManifestLookup, agents: frozenset[str]
 ) -> StartDecision:
-    """Validate a `run.start` body (ids, scenario, agent, time scale) and decide on it."""
+    """Validate a `run.start` body (size, ids, scenario, agent, time scale) and decide on it.
+
+    Everything the sender controls is checked here, before any stack exists: an oversize
+    or too deeply nested body, and an agent label that could name a path (`scripted:../x`).
+    """
     try:
         start = parse_run_start(body)
     except ContractError as error:
         return _reject(plan, str(error), _scenario_named(body))
+    if not _AGENT_LABEL.fullmatch(start.agent) or ".." in start.agent:
+        reason = (
+            f"run.start: agent: {start.agent!r} is not an agent label (<profile> or "
+            "<profile>:<name>, lowercase letters, digits, '.', '_' and '-'; no '/' or '..')"
+        )
+        return _reject(plan, reason, start.scenario)
     # `scripted:<fixture>` names a file for the scripted rein; the profile is `scripted`.
     if start.agent.partition(":")[0] not in agents:
         known = ", ".join(sorted(agents))
@@ -148,8 +165,9 @@ def _reject(plan: StartPlan, reason: str, scenario: str | None) -> Rejected:
 def _scenario_named(body: bytes) -> str | None:
     """The `scenario` a malformed command asked for, if it named one at all."""
     try:
+        check_message(body, "run.start")  # json.loads recurses: never on a too-deep body
         data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (ContractError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     scenario = data.get("scenario") if isinstance(data, dict) else None
     return scenario if isinstance(scenario, str) and scenario else None

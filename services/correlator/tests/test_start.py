@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from sreforge_contracts import RUN_ID_PATTERN, RunRejected
+from sreforge_contracts import MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, RUN_ID_PATTERN, RunRejected
 from sreforge_correlator import (
     BUILTIN_AGENTS,
     Accepted,
@@ -140,3 +140,32 @@ def test_every_profile_in_the_catalog_is_a_known_agent(tmp_path: Path) -> None:
     settings = CorrelatorSettings(agents_dir=tmp_path)
     assert "my-agent" in settings.known_agents
     assert set(BUILTIN_AGENTS) <= settings.known_agents
+
+
+@pytest.mark.parametrize(
+    "agent",
+    ["scripted:../../x", "scripted:/etc/passwd", "scripted:a/b", "scripted:..", "Noop", "noop:"],
+)
+def test_an_agent_label_that_could_name_a_path_is_refused_before_any_stack(agent: str) -> None:
+    """`scripted:../../x` used to be accepted, and a whole stack came up before the runner
+    refused it: the label's syntax is checked at run.start."""
+    decision = _decide(scenario="latency-cache-stampede", agent=agent)
+    assert isinstance(decision, Rejected)
+    assert f"agent: {agent!r} is not an agent label" in decision.reason
+
+
+def test_an_oversize_body_is_refused_naming_the_limit() -> None:
+    """A ~1 MB run.start gets a RunRejected that says the limit, not a dead letter."""
+    decision = _decide(scenario="latency-cache-stampede", agent="noop", pad="x" * 1_000_000)
+    assert isinstance(decision, Rejected)
+    assert f"over the limit of {MAX_MESSAGE_BYTES} bytes" in decision.reason
+    assert decision.event.scenario is None, "an oversize body is not read for its scenario"
+
+
+def test_deep_nesting_is_refused_not_a_recursion_error() -> None:
+    """The rejection path read the scenario with json.loads, which recursed until it crashed."""
+    depth = 100_000
+    body = b'{"scenario": "latency-cache-stampede", "x": ' + b"[" * depth + b"]" * depth + b"}"
+    decision = decide_start(body, PLAN, CATALOG.manifest, AGENTS)
+    assert isinstance(decision, Rejected)
+    assert f"over the limit of {MAX_JSON_DEPTH}" in decision.reason

@@ -195,3 +195,43 @@ def test_token_is_never_in_settings_repr_or_dump(tmp_path: object) -> None:
     assert isinstance(settings.token, SecretStr)
     for text in (repr(settings), str(settings), settings.model_dump_json()):
         assert TOKEN not in text
+
+
+async def test_a_10_mb_webhook_is_413_naming_the_limit_and_the_app_serves_on(
+    client: httpx.AsyncClient, recording: RecordingPublish, make_payload: MakePayload
+) -> None:
+    """A valid token does not buy an unbounded body: 413 before parsing, nothing published,
+    and the next webhook is accepted."""
+    huge = b'{"pad": "' + b"x" * (10 * 1024 * 1024) + b'"}'
+    response = await client.post(f"/v1/alertmanager/{ROUTE}", content=huge, headers=AUTH)
+    assert response.status_code == 413
+    assert response.json()["limit_bytes"] == 1024 * 1024
+    assert "SREFORGE_TRIGGER_MAX_BODY_BYTES" in response.json()["error"]
+    assert recording.events == []
+    again = await client.post(
+        f"/v1/alertmanager/{ROUTE}", content=encode(make_payload()), headers=AUTH
+    )
+    assert again.status_code == 200, again.text
+
+
+@pytest.mark.parametrize("path", [f"/v1/alertmanager/{ROUTE}", f"/v1/feed/{ROUTE}"])
+async def test_a_chunked_body_without_a_length_is_cut_off_at_the_cap(
+    recording: RecordingPublish, path: str
+) -> None:
+    """No Content-Length to refuse on: the body is read in chunks and dropped at the cap,
+    so the sender's endless stream is never buffered whole."""
+    app = create_app(recording, _settings(max_body_bytes=64 * 1024))
+    sent: list[int] = []
+
+    async def endless() -> AsyncIterator[bytes]:
+        for _ in range(1000):
+            sent.append(1)
+            yield b"x" * 16 * 1024
+
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://trigger") as client:
+        response = await client.post(path, content=endless(), headers=AUTH)
+    assert response.status_code == 413
+    assert "over the limit of 65536 bytes" in response.json()["error"]
+    assert len(sent) < 10, "the app read past its cap"
+    assert recording.events == []

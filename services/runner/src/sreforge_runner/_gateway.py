@@ -135,6 +135,7 @@ async def drive(
         # A half-created sandbox is torn down too; the rein's cleanup tolerates no session.
         cleaned = await step("teardown", lambda: _true(rein.cleanup_session(sandbox)))
         teardown["survivors"] = len(await asyncio.to_thread(sandbox.settled_survivors))
+        teardown["reaped"] = None if sandbox.reaped is None else len(sandbox.reaped)
         destroyed = await step("teardown", destroy)
         teardown["session_cleanup"] = "succeeded" if cleaned else "failed"
         teardown["sandbox_destroy"] = "succeeded" if destroyed else "failed"
@@ -181,6 +182,8 @@ def _evidence(
     metadata: dict[str, object] = {"budget_total_s": budgets.total_s}
     if sandbox.downgrade:
         metadata["sandbox_downgrade"] = sandbox.downgrade
+    if sandbox.reaped:
+        metadata["reaped_processes"] = sorted(set(sandbox.reaped))
     usage = model_usage(sandbox.root, profile.metadata)
     if usage is not None:
         metadata["model_usage"] = usage

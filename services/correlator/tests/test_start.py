@@ -169,3 +169,21 @@ def test_deep_nesting_is_refused_not_a_recursion_error() -> None:
     decision = decide_start(body, PLAN, CATALOG.manifest, AGENTS)
     assert isinstance(decision, Rejected)
     assert f"over the limit of {MAX_JSON_DEPTH}" in decision.reason
+
+
+def test_a_scripted_fixture_that_does_not_exist_is_refused_at_run_start(tmp_path: Path) -> None:
+    """`scripted:<name>` is looked up where the runner looks (the scenario's negatives, the
+    scripts dir) before any stack is built; a present one is accepted from either place."""
+    (tmp_path / "extra-fixture.sh").write_text("true\n")
+    catalog = ScenarioCatalog(default_use_cases(), scripts_dir=tmp_path)
+
+    def decide(agent: str) -> Accepted | Rejected:
+        body = json.dumps({"scenario": "latency-cache-stampede", "agent": agent}).encode()
+        return decide_start(body, PLAN, catalog.manifest, AGENTS, catalog.check_script)
+
+    missing = decide("scripted:no-such-fixture")
+    assert isinstance(missing, Rejected)
+    assert "agent: scripted:no-such-fixture: no no-such-fixture[.patch|.sh] in" in missing.reason
+    assert str(tmp_path) in missing.reason
+    assert isinstance(decide("scripted:longer-ttl"), Accepted)
+    assert isinstance(decide("scripted:extra-fixture"), Accepted)

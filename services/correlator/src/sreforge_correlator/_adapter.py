@@ -135,7 +135,7 @@ class CorrelatorService(Service):
     def correlator(self, bus: Bus) -> Correlator:
         """The handlers bound to `bus`'s run store."""
         settings = self.current_settings
-        catalog = ScenarioCatalog(settings.use_cases)
+        catalog = ScenarioCatalog(settings.use_cases, settings.scripts_dir)
         return Correlator(RunLedger(bus.runs), catalog, settings, self._finished)
 
     async def run(self, bus: Bus, stop: asyncio.Event) -> None:

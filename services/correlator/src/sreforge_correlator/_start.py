@@ -31,6 +31,7 @@ __all__ = [
     "Accepted",
     "ManifestLookup",
     "Rejected",
+    "ScriptCheck",
     "StartDecision",
     "StartPlan",
     "decide_start",
@@ -44,6 +45,9 @@ _AGENT_LABEL = re.compile(AGENT_LABEL_PATTERN)
 
 ManifestLookup = Callable[[str], ScenarioManifest]
 """Scenario id → manifest; raises `StartRejected` naming the field when there is none."""
+
+ScriptCheck = Callable[[str, str], None]
+"""(scenario id, name) → None when `scripted:<name>` resolves, else `StartRejected`."""
 
 
 class StartPlan(BaseModel):
@@ -99,12 +103,17 @@ StartDecision = Accepted | Rejected
 
 
 def decide_start(
-    body: bytes, plan: StartPlan, lookup: ManifestLookup, agents: frozenset[str]
+    body: bytes,
+    plan: StartPlan,
+    lookup: ManifestLookup,
+    agents: frozenset[str],
+    scripts: ScriptCheck | None = None,
 ) -> StartDecision:
     """Validate a `run.start` body (size, ids, scenario, agent, time scale) and decide on it.
 
     Everything the sender controls is checked here, before any stack exists: an oversize
-    or too deeply nested body, and an agent label that could name a path (`scripted:../x`).
+    or too deeply nested body, an agent label that could name a path (`scripted:../x`),
+    and (given `scripts`) a `scripted:<name>` whose fixture the runner would not find.
     """
     try:
         start = parse_run_start(body)
@@ -123,6 +132,9 @@ def decide_start(
         return _reject(plan, reason, start.scenario)
     try:
         manifest = lookup(start.scenario)
+        profile, _, name = start.agent.partition(":")
+        if profile == "scripted" and name and scripts is not None:
+            scripts(start.scenario, name)
     except StartRejected as error:
         return _reject(plan, f"run.start: {error}", start.scenario)
     run_id = start.run_id or plan.run_id

@@ -187,3 +187,14 @@ def test_a_scripted_fixture_that_does_not_exist_is_refused_at_run_start(tmp_path
     assert str(tmp_path) in missing.reason
     assert isinstance(decide("scripted:longer-ttl"), Accepted)
     assert isinstance(decide("scripted:extra-fixture"), Accepted)
+
+
+def test_a_body_with_thousands_of_problems_gets_a_refusal_that_fits_on_the_bus() -> None:
+    """16 000 bad labels made a ~900 KB reason, too big for the RunRejected that records it."""
+    labels = {f"k{i}": i for i in range(16_000)}
+    body = json.dumps({"scenario": "x" * 200, "agent": "noop", "labels": labels}).encode()
+    decision = decide_start(body, PLAN, CATALOG.manifest, AGENTS)
+    assert isinstance(decision, Rejected)
+    assert "more problems" in decision.reason
+    assert len(decision.event.model_dump_json()) < 8 * 1024
+    assert decision.event.scenario is None

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 from sreforge_contracts import (
+    SCENARIO_ID_PATTERN,
     ContractError,
     PhaseChange,
     RunRejected,
@@ -42,6 +43,8 @@ __all__ = [
 AGENT_LABEL_PATTERN = r"^[a-z0-9][a-z0-9._-]*(:[a-z0-9][a-z0-9._-]*)?$"
 """`<profile>` or `<profile>:<name>` (`scripted:<fixture>`): plain names, no `/`, no `..`."""
 _AGENT_LABEL = re.compile(AGENT_LABEL_PATTERN)
+_MAX_REASON_CHARS = 4000
+_SCENARIO_ID = re.compile(SCENARIO_ID_PATTERN)
 
 ManifestLookup = Callable[[str], ScenarioManifest]
 """Scenario id → manifest; raises `StartRejected` naming the field when there is none."""
@@ -168,6 +171,8 @@ def duplicate_run(plan: StartPlan, accepted: Accepted) -> Rejected:
 
 
 def _reject(plan: StartPlan, reason: str, scenario: str | None) -> Rejected:
+    if len(reason) > _MAX_REASON_CHARS:  # the refusal must fit on the bus, whatever came in
+        reason = reason[: _MAX_REASON_CHARS - 5] + " [...]"
     event = RunRejected(
         run_id=plan.run_id, producer=PRODUCER, occurred_at=plan.at, reason=reason, scenario=scenario
     )
@@ -182,4 +187,6 @@ def _scenario_named(body: bytes) -> str | None:
     except (ContractError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     scenario = data.get("scenario") if isinstance(data, dict) else None
-    return scenario if isinstance(scenario, str) and scenario else None
+    if not isinstance(scenario, str) or len(scenario) > 100:
+        return None  # a 200 KB "scenario" must not ride along on the refusal
+    return scenario if _SCENARIO_ID.fullmatch(scenario) else None

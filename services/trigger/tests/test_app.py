@@ -9,7 +9,7 @@ import httpx
 import pytest
 import structlog.testing
 from pydantic import SecretStr
-from sreforge_bus import PublishError
+from sreforge_bus import MessageTooLarge, PublishError
 from sreforge_contracts import Event, TriggerFired
 from sreforge_trigger import TriggerSettings, create_app
 
@@ -235,3 +235,15 @@ async def test_a_chunked_body_without_a_length_is_cut_off_at_the_cap(
     assert "over the limit of 65536 bytes" in response.json()["error"]
     assert len(sent) < 10, "the app read past its cap"
     assert recording.events == []
+
+
+async def test_an_event_too_large_for_the_bus_is_422_not_a_retry_loop(
+    client: httpx.AsyncClient, recording: RecordingPublish, make_payload: MakePayload
+) -> None:
+    """A body under the HTTP cap whose event is over the bus limit would 503 forever (and
+    Alertmanager retry forever): it is the sender's error, named as such."""
+    recording.error = MessageTooLarge("publish to 'sreforge.trigger.fired': over the limit")
+    path = f"/v1/alertmanager/{ROUTE}"
+    response = await client.post(path, content=encode(make_payload()), headers=AUTH)
+    assert response.status_code == 422
+    assert "too large for the bus" in response.json()["error"]

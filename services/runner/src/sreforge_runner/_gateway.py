@@ -38,6 +38,8 @@ from sreforge_runner._transcript import model_usage, redact, route_secrets
 __all__ = ["GatewayRun", "drive", "refusal", "resolve"]
 
 T = TypeVar("T")
+_MAX_NAMES = 20
+"""Distinct names of reaped processes kept in the evidence (a fork bomb has thousands)."""
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,7 @@ def _evidence(
     if sandbox.downgrade:
         metadata["sandbox_downgrade"] = sandbox.downgrade
     if sandbox.reaped:
-        metadata["reaped_processes"] = sorted(set(sandbox.reaped))
+        metadata["reaped_processes"] = sorted(set(sandbox.reaped))[:_MAX_NAMES]
     usage = model_usage(sandbox.root, profile.metadata)
     if usage is not None:
         metadata["model_usage"] = usage

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from sreforge_contracts import MAX_MESSAGE_BYTES, Event
 
 from sreforge_bus._errors import ConnectError, MessageTooLarge, PublishError, ReplyTimeout
-from sreforge_bus._names import HEADER_MSG_ID, HEADER_REPLY_TO
+from sreforge_bus._names import HEADER_MSG_ID, HEADER_REPLY_TO, INBOX_PREFIX
 from sreforge_bus._runs import RunStore
 
 if TYPE_CHECKING:
@@ -125,8 +125,16 @@ class Bus:
         return answer.data
 
     async def reply(self, delivery: Delivery, model: BaseModel | bytes) -> None:
-        """Answer a command received through a worker; a no-op when nobody asked for a reply."""
+        """Answer a command received through a worker; a no-op when nobody asked for a reply.
+
+        Only an inbox (`_INBOX.…`, what `command` sends) is answered: the header is the
+        sender's, and a reply to `sreforge.run.<id>.RunFailed` would store a forged message
+        on another run's subject with this service's permissions.
+        """
         if delivery.reply_to is None:
+            return
+        if not delivery.reply_to.startswith(INBOX_PREFIX):
+            log.warning("reply refused: not an inbox", reply_to=delivery.reply_to[:200])
             return
         data = model if isinstance(model, bytes) else model.model_dump_json().encode()
         await self.nc.publish(delivery.reply_to, data)

@@ -14,6 +14,7 @@ __all__ = [
     "HEADER_DEADLETTER_SUBJECT",
     "HEADER_MSG_ID",
     "HEADER_REPLY_TO",
+    "INBOX_PREFIX",
     "RUNS_BUCKET",
     "STREAM",
     "STREAM_SUBJECTS",
@@ -28,6 +29,8 @@ DEADLETTER_PREFIX = "sreforge.deadletter."
 
 HEADER_MSG_ID = "Nats-Msg-Id"
 HEADER_REPLY_TO = "Sreforge-Reply-To"
+INBOX_PREFIX = "_INBOX."
+"""Where command replies go (nats-py's default inbox prefix); no other reply-to is answered."""
 HEADER_DEADLETTER_SUBJECT = "Sreforge-Original-Subject"
 HEADER_DEADLETTER_ERROR = "Sreforge-Error"
 HEADER_DEADLETTER_NUM_DELIVERED = "Sreforge-Num-Delivered"

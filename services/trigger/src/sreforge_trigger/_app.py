@@ -91,7 +91,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     async def too_large(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, BodyTooLarge)
-        # The unread rest of the body is not drained: the server closes the connection.
+        # The body was drained (up to DRAIN_BYTES) so the sender can read this; close anyway.
         return JSONResponse(
             {"error": str(error), "limit_bytes": error.limit},
             status_code=413,

@@ -219,3 +219,35 @@ async def test_host_open_keeps_the_agent_commands_exit_status(
         sandbox.destroy()
     assert outcome.exit_code == code
     assert sandbox.reaped == []
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("trap", "said"), [("echo got-term; exit 0", "got-term"), ("", None)])
+async def test_a_timed_out_host_open_agent_is_stopped_and_its_detached_child_reaped(
+    tiny_repo: Path, tmp_path: Path, trap: str, said: str | None
+) -> None:
+    """On a budget: the agent still gets its SIGTERM (and may exit cleanly), one that ignores
+    it is killed, and either way the env-cleared detached child dies with the session."""
+    script = (
+        f"trap '{trap}' TERM; "
+        "(setsid env -i sh -c 'echo $$ > c.pid; sleep 300; :' &); "
+        "until [ -s c.pid ]; do :; done; echo started; while :; do sleep 0.1; done"
+    )
+    settings = RunnerSettings(kill_grace_seconds=2.0)
+    sandbox = HostSandbox(tiny_repo, tmp_path / "agent", settings)
+    try:
+        run = await drive(
+            context(), CommandRein("hang", ("/bin/sh", "-c", script)), sandbox, Budgets(3)
+        )
+        child = int((tiny_repo / "c.pid").read_text())
+        assert _gone(child), "the detached child outlived the timed-out session"
+        evidence = run.result.evidence
+        assert evidence.timeout == "total"
+        assert evidence.survivors == 0
+        assert evidence.reaped is not None
+        assert evidence.reaped >= 1
+        if said is not None:
+            assert said in sandbox.log_path.read_text()
+    finally:
+        with contextlib.suppress(OSError, ValueError, psutil.Error):
+            psutil.Process(int((tiny_repo / "c.pid").read_text())).kill()

@@ -3,10 +3,11 @@
 `host-open` gives the agent a process group, but `setsid` (and a double fork) leaves the
 group, and a process that also clears its env loses the session marker the survivor scan
 looks for. So the agent's command runs under this small program, started as
-`python -I _reaper.py REPORT -- ARGV...`, which marks itself a child subreaper
+`python -I _reaper.py REPORT WAIT_S -- ARGV...`, which marks itself a child subreaper
 (`prctl(PR_SET_CHILD_SUBREAPER)`): every orphaned descendant, whatever its session, group
-or env, is re-parented to it instead of to init. When the agent's command exits (or the
-runner's SIGTERM arrives) it kills every process left under it, reaps them, writes what it
+or env, is re-parented to it instead of to init. When the agent's command exits (on its
+own, or killed WAIT_S after the runner's SIGTERM) it kills every process left under it,
+reaps them, writes what it
 killed to REPORT (JSON: `{"killed": [{"pid": ..., "name": ...}]}`) and exits as the agent
 did. A descendant can still leave by asking another process to start it (an ssh to
 localhost, a systemd-run, a daemon it talks to): that is outside what host-open contains.
@@ -33,9 +34,14 @@ _REAP_WINDOW_S = 2.0
 _POLL_S = 0.005
 
 
-def reaper_argv(report: Path, argv: list[str]) -> list[str]:
-    """The command that runs `argv` under the keeper, reporting to `report`."""
-    return [sys.executable, "-I", str(Path(__file__).resolve()), str(report), "--", *argv]
+def reaper_argv(report: Path, argv: list[str], grace_s: float) -> list[str]:
+    """The command that runs `argv` under the keeper, reporting to `report`.
+
+    `grace_s` is the runner's SIGTERM → SIGKILL grace: the keeper gives the agent half of
+    it to exit on its own, so that its reaping is done before the runner's SIGKILL.
+    """
+    keeper = str(Path(__file__).resolve())
+    return [sys.executable, "-I", keeper, str(report), f"{grace_s / 2:.3f}", "--", *argv]
 
 
 def _become_subreaper() -> None:
@@ -91,10 +97,10 @@ def _exit_like(code: int) -> None:
 
 
 def main(args: list[str]) -> None:
-    """`REPORT -- ARGV...`: run ARGV, then kill and report whatever it left behind."""
-    if len(args) < 3 or args[1] != "--":
-        sys.exit("usage: _reaper.py REPORT -- ARGV...")
-    report, argv = Path(args[0]), args[2:]
+    """`REPORT WAIT_S -- ARGV...`: run ARGV, then kill and report whatever it left behind."""
+    if len(args) < 4 or args[2] != "--":
+        sys.exit("usage: _reaper.py REPORT WAIT_S -- ARGV...")
+    report, wait_s, argv = Path(args[0]), float(args[1]), args[3:]
     _become_subreaper()
     agent = os.fork()
     if agent == 0:
@@ -107,12 +113,17 @@ def main(args: list[str]) -> None:
     stopped: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
-        # The runner is ending the session: end the agent now; the rest is reaped below.
+        # The runner is ending the session; the agent got the same SIGTERM (one group) and
+        # has `wait_s` to exit cleanly before it is killed. The rest is reaped below.
         stopped.append(signum)
+        signal.setitimer(signal.ITIMER_REAL, max(wait_s, 0.01))
+
+    def kill_agent(signum: int, frame: object) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(agent, signal.SIGKILL)
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGALRM, kill_agent)
     _, status = os.waitpid(agent, 0)
     killed = _reap_all()
     report.write_text(json.dumps({"killed": killed}))

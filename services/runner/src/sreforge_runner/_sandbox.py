@@ -181,7 +181,8 @@ class HostSandbox(SessionLayout):
             command = [*self._prefix(), *self.egress.command(argv)]
         else:  # bwrap's pid namespace contains the confined agent; host-open needs a keeper
             (self.root / _REAPED_FILE).unlink(missing_ok=True)
-            command = reaper_argv(self.root / _REAPED_FILE, command)
+            report = self.root / _REAPED_FILE
+            command = reaper_argv(report, command, self.settings.kill_grace_seconds)
         try:
             return await run_in_group(
                 command,

@@ -173,6 +173,7 @@ def test_stack_down_all_touches_only_the_stacks_of_this_engine_home(
         theirs = _record_on_disk(cli_root, "run-b", owners[1], home_b)
         legacy = _record_on_disk(cli_root, "run-old", owners[2], None)
         monkeypatch.setenv("SREFORGE_HOME", str(home_a))
+        monkeypatch.delenv("SREFORGE_DEPLOYER_ENGINE_HOME", raising=False)  # an engine's wiring
         assert _down("--all") == 0
         out = capsys.readouterr().out
         assert "run-a: torn down" in out

@@ -198,3 +198,11 @@ def test_a_body_with_thousands_of_problems_gets_a_refusal_that_fits_on_the_bus()
     assert "more problems" in decision.reason
     assert len(decision.event.model_dump_json()) < 8 * 1024
     assert decision.event.scenario is None
+
+
+def test_labels_too_large_to_carry_through_the_run_are_refused() -> None:
+    """A 200 KB label fits in a run.start but not in the RunRequested, state and record
+    that copy it: accepted, it left a run in KV that could never be announced."""
+    decision = _decide(scenario="latency-cache-stampede", agent="noop", labels={"a": "x" * 200_000})
+    assert isinstance(decision, Rejected)
+    assert "labels: 200001 characters, over the limit of 16384" in decision.reason

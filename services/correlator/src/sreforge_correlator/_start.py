@@ -29,6 +29,7 @@ from sreforge_correlator._machine import PRODUCER
 
 __all__ = [
     "AGENT_LABEL_PATTERN",
+    "MAX_LABELS_CHARS",
     "Accepted",
     "ManifestLookup",
     "Rejected",
@@ -44,6 +45,8 @@ AGENT_LABEL_PATTERN = r"^[a-z0-9][a-z0-9._-]*(:[a-z0-9][a-z0-9._-]*)?$"
 """`<profile>` or `<profile>:<name>` (`scripted:<fixture>`): plain names, no `/`, no `..`."""
 _AGENT_LABEL = re.compile(AGENT_LABEL_PATTERN)
 _MAX_REASON_CHARS = 4000
+MAX_LABELS_CHARS = 16 * 1024
+"""The most a run's labels may hold (keys plus values): they are copied into every state."""
 _SCENARIO_ID = re.compile(SCENARIO_ID_PATTERN)
 
 ManifestLookup = Callable[[str], ScenarioManifest]
@@ -122,6 +125,14 @@ def decide_start(
         start = parse_run_start(body)
     except ContractError as error:
         return _reject(plan, str(error), _scenario_named(body))
+    labels_size = sum(len(key) + len(value) for key, value in start.labels.items())
+    if labels_size > MAX_LABELS_CHARS:
+        # The labels ride on RunRequested, the run state and the record: keep them small.
+        reason = (
+            f"run.start: labels: {labels_size} characters, over the limit of "
+            f"{MAX_LABELS_CHARS} (MAX_LABELS_CHARS)"
+        )
+        return _reject(plan, reason, start.scenario)
     if not _AGENT_LABEL.fullmatch(start.agent) or ".." in start.agent:
         reason = (
             f"run.start: agent: {start.agent!r} is not an agent label (<profile> or "

@@ -24,8 +24,8 @@ def test_a_submission_that_fits_is_left_as_it_is() -> None:
 
 
 def test_a_long_rca_is_cut_to_fit_and_says_so() -> None:
-    """A 250 KB RCA next to a real diff: the diff stays, the RCA is cut with a note."""
-    event = _submitted(diff="+fix\n" * 2000, rca="because " * 40_000)
+    """An RCA over the limit next to a real diff: the diff stays, the RCA is cut with a note."""
+    event = _submitted(diff="+fix\n" * 2000, rca="because " * (MAX_MESSAGE_BYTES // 7))
     fitted = fit_submitted(event)
     assert _size(fitted) <= MAX_MESSAGE_BYTES
     assert fitted.submission.submitted
@@ -36,7 +36,7 @@ def test_a_long_rca_is_cut_to_fit_and_says_so() -> None:
 
 def test_an_rca_of_escaped_characters_still_fits() -> None:
     """Control characters take 6 bytes each in JSON: the cut accounts for the encoding."""
-    fitted = fit_submitted(_submitted(rca="\x01é" * 200_000))
+    fitted = fit_submitted(_submitted(rca="\x01é" * MAX_MESSAGE_BYTES))
     assert _size(fitted) <= MAX_MESSAGE_BYTES
     assert fitted.submission.submitted
 

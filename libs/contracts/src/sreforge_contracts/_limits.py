@@ -14,8 +14,12 @@ from sreforge_contracts._errors import ContractError
 
 __all__ = ["MAX_JSON_DEPTH", "MAX_MESSAGE_BYTES", "check_message"]
 
-MAX_MESSAGE_BYTES = 256 * 1024
-"""The largest command or event body (bytes), well under NATS's default 1 MiB max payload."""
+MAX_MESSAGE_BYTES = 512 * 1024
+"""The largest command or event body (bytes): half of NATS's default 1 MiB max payload.
+
+The largest legitimate message is Scored with its whole grading series (about 230 bytes a
+sample, ~1000 samples for a 600 s + 360 s window at 1 Hz, about 220 KB); 512 KiB leaves it
+room, and the other half of the max payload leaves room for headers."""
 
 MAX_JSON_DEPTH = 64
 """The deepest nesting of arrays and objects a message may have."""

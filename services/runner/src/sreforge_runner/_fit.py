@@ -1,7 +1,7 @@
 """A Submitted that fits on the bus, whatever the agent left in its workspace.
 
-The diff and the RCA are the agent's: a 2 MB file added to the tree, or a 250 KB RCA next
-to a real fix, would make a Submitted over `MAX_MESSAGE_BYTES`. The bus refuses to send
+The diff and the RCA are the agent's: a 2 MB file added to the tree, or a long RCA next to
+a large diff, would make a Submitted over `MAX_MESSAGE_BYTES`. The bus refuses to send
 it, the runner's handler would fail until its BriefReady is dead-lettered, and the run
 would end `error`, a harness fault bought by the agent. Instead the RCA is cut to the room
 left (it says so), and a diff that alone does not fit is refused: the submission counts

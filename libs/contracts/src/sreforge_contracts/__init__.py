@@ -76,12 +76,14 @@ from sreforge_contracts._manifest import (
     ExpectedSignal,
     InjectSpec,
     ScenarioManifest,
+    TelemetrySpec,
     VerifySpec,
 )
 from sreforge_contracts._record import AlertState, OracleScore, OracleSignal, SliSample, Verdict
 from sreforge_contracts._run_record import (
     RECORD_VERSION,
     CiOutcome,
+    CiTestSet,
     DeployOutcome,
     PhaseTimings,
     RunRecord,
@@ -152,6 +154,7 @@ __all__ = [
     "BriefReady",
     "CiOutcome",
     "CiResult",
+    "CiTestSet",
     "CleanedUp",
     "CommandSpec",
     "Confinement",
@@ -213,6 +216,7 @@ __all__ = [
     "Submission",
     "Submitted",
     "TeardownOutcome",
+    "TelemetrySpec",
     "TimeoutKind",
     "Trajectory",
     "Trigger",

@@ -102,14 +102,7 @@ def main(args: list[str]) -> None:
         sys.exit("usage: _reaper.py REPORT WAIT_S -- ARGV...")
     report, wait_s, argv = Path(args[0]), float(args[1]), args[3:]
     _become_subreaper()
-    agent = os.fork()
-    if agent == 0:
-        try:
-            os.execvp(argv[0], argv)
-        except OSError as error:
-            print(f"{argv[0]}: {error.strerror}", file=sys.stderr)
-            os._exit(127)
-
+    agent: list[int] = []
     stopped: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
@@ -119,12 +112,23 @@ def main(args: list[str]) -> None:
         signal.setitimer(signal.ITIMER_REAL, max(wait_s, 0.01))
 
     def kill_agent(signum: int, frame: object) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(agent, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, IndexError):
+            os.kill(agent[0], signal.SIGKILL)
 
+    # Before the fork, so a SIGTERM at once still finds the handler (exec resets them).
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGALRM, kill_agent)
-    _, status = os.waitpid(agent, 0)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as error:
+            print(f"{argv[0]}: {error.strerror}", file=sys.stderr)
+            os._exit(127)
+    agent.append(pid)
+    if stopped:  # the SIGTERM came before the agent existed: its wait starts now
+        signal.setitimer(signal.ITIMER_REAL, max(wait_s, 0.01))
+    _, status = os.waitpid(pid, 0)
     killed = _reap_all()
     report.write_text(json.dumps({"killed": killed}))
     _exit_like(-signal.SIGTERM if stopped else os.waitstatus_to_exitcode(status))

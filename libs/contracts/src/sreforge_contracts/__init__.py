@@ -70,6 +70,7 @@ from sreforge_contracts._ids import (
     check_scenario_id,
     new_run_id,
 )
+from sreforge_contracts._limits import MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, check_message
 from sreforge_contracts._manifest import (
     Determinism,
     ExpectedSignal,
@@ -129,6 +130,8 @@ __all__ = [
     "DIAGNOSIS_WEIGHTS",
     "EVENT_TYPES",
     "HARNESS_CONTRACT_VERSION",
+    "MAX_JSON_DEPTH",
+    "MAX_MESSAGE_BYTES",
     "RECORD_VERSION",
     "RUNS_BUCKET",
     "RUN_EVENTS_SUBJECTS",
@@ -224,6 +227,7 @@ __all__ = [
     "Verdict",
     "VerifySpec",
     "canonical_json",
+    "check_message",
     "check_run_id",
     "check_scenario_id",
     "discover_scenarios",

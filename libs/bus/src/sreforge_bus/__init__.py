@@ -5,12 +5,20 @@
 
 from sreforge_bus._bootstrap import ConsumerSpec, bootstrap
 from sreforge_bus._connection import Bus, Published, connect
+from sreforge_bus._credentials import (
+    BusCredentials,
+    Credential,
+    ensure_credentials,
+    load_credentials,
+)
 from sreforge_bus._errors import (
     BootstrapError,
     BusError,
     CasConflict,
     ConnectError,
+    CredentialError,
     NatsServerError,
+    PermissionDenied,
     PublishError,
     ReplyTimeout,
     RunStoreError,
@@ -30,11 +38,20 @@ from sreforge_bus._names import (
     STREAM_SUBJECTS,
     deadletter_subject,
 )
+from sreforge_bus._permissions import (
+    BOOTSTRAP_USER,
+    OPERATOR_USER,
+    SERVICE_EVENTS,
+    Permissions,
+    operator_permissions,
+    service_permissions,
+)
 from sreforge_bus._runs import Entry, RunStore
 from sreforge_bus._service import Context, Route, Service, log_only
-from sreforge_bus._worker import Delivery, Worker, run_of_subject
+from sreforge_bus._worker import Delivery, Worker, misplaced, run_of_subject
 
 __all__ = [
+    "BOOTSTRAP_USER",
     "DEADLETTER_PREFIX",
     "HEADER_DEADLETTER_DURABLE",
     "HEADER_DEADLETTER_ERROR",
@@ -43,19 +60,26 @@ __all__ = [
     "HEADER_DEADLETTER_SUBJECT",
     "HEADER_MSG_ID",
     "HEADER_REPLY_TO",
+    "OPERATOR_USER",
     "RUNS_BUCKET",
+    "SERVICE_EVENTS",
     "STREAM",
     "STREAM_SUBJECTS",
     "BootstrapError",
     "Bus",
+    "BusCredentials",
     "BusError",
     "CasConflict",
     "ConnectError",
     "ConsumerSpec",
     "Context",
+    "Credential",
+    "CredentialError",
     "Delivery",
     "Entry",
     "NatsServerError",
+    "PermissionDenied",
+    "Permissions",
     "PublishError",
     "Published",
     "RawMessage",
@@ -68,7 +92,12 @@ __all__ = [
     "bootstrap",
     "connect",
     "deadletter_subject",
+    "ensure_credentials",
     "follow",
+    "load_credentials",
     "log_only",
+    "misplaced",
+    "operator_permissions",
     "run_of_subject",
+    "service_permissions",
 ]

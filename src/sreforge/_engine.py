@@ -16,7 +16,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
-from sreforge_bus import Bus, Service, bootstrap, connect, follow
+from sreforge_bus import (
+    BOOTSTRAP_USER,
+    OPERATOR_USER,
+    Bus,
+    BusCredentials,
+    Service,
+    bootstrap,
+    connect,
+    ensure_credentials,
+    follow,
+)
 from sreforge_bus.embedded import NatsServer, start_nats_server
 
 from sreforge._errors import EngineNotRunning
@@ -27,6 +37,7 @@ from sreforge._tail import format_event_json, format_event_line
 __all__ = [
     "RunningEngine",
     "advertised_url",
+    "bus_credentials",
     "load_services",
     "run_engine",
     "running_engine",
@@ -41,6 +52,21 @@ _WORKER_THREADS = 32
 def load_services(names: Sequence[str]) -> list[Service]:
     """Import each named service package and return its `SERVICE` description."""
     return [importlib.import_module(f"sreforge_{name}").SERVICE for name in names]
+
+
+def bus_credentials(settings: EngineSettings) -> BusCredentials:
+    """The engine home's bus credentials (created on first use) and their server config.
+
+    Every service's durable consumers are listed, even when this process runs only one,
+    so separate `sreforge serve` processes all render the same `server.conf`.
+    """
+    from sreforge.cli import SERVICE_NAMES
+
+    durables = {
+        service.name: [route.consumer.durable for route in service.routes]
+        for service in load_services(SERVICE_NAMES)
+    }
+    return ensure_credentials(settings.bus_dir, durables)
 
 
 def run_engine(names: Sequence[str], *, embedded: bool = True) -> int:
@@ -132,8 +158,11 @@ async def running_engine(
     """Bootstrap the bus and run `services` in this process until the block exits.
 
     With no `settings.nats_url` (and `embedded`), a pinned nats-server is started in
-    `store_dir` (a temporary store when None) and stopped afterwards; `advertise` writes
-    it to `engine.json` so other shells find it. Services stop gracefully on exit.
+    `store_dir` (a temporary store when None) with the home's bus users, and stopped
+    afterwards; `advertise` writes it to `engine.json` so other shells find it. The bus
+    is bootstrapped as `bootstrap`; each service connects as itself (its own connection,
+    so its permissions apply) and the engine's own bus (`RunningEngine.bus`) is the
+    operator's. Services stop gracefully on exit.
     """
     # Stacks, CI and git run in worker threads and hold one for seconds at a time; the
     # default pool (cores + 4) would let a few runs starve every other service.
@@ -142,26 +171,42 @@ async def running_engine(
     )
     async with contextlib.AsyncExitStack() as stack:
         url = settings.nats_url
+        if url is None and not embedded:
+            raise EngineNotRunning("`sreforge serve` needs SREFORGE_NATS_URL")
+        credentials = await asyncio.to_thread(bus_credentials, settings)
         if url is None:
-            if not embedded:
-                raise EngineNotRunning("`sreforge serve` needs SREFORGE_NATS_URL")
-            server = stack.enter_context(start_nats_server(store_dir=store_dir))
+            server = stack.enter_context(
+                start_nats_server(store_dir=store_dir, config_file=credentials.config_file)
+            )
             if advertise:
                 stack.enter_context(_advertise(settings, server))
             url = server.url
             log.info("engine.embedded_nats", url=url, store_dir=str(server.store_dir))
-        bus = await connect(url, name="sreforge-engine")
+        setup = await _connect_as(url, credentials, BOOTSTRAP_USER)
+        try:
+            await bootstrap(setup, [route.consumer for s in services for route in s.routes])
+        finally:
+            await setup.close()
+        bus = await _connect_as(url, credentials, OPERATOR_USER, client="engine")
         stack.push_async_callback(bus.close)
-        await bootstrap(bus, [route.consumer for service in services for route in service.routes])
         stop = asyncio.Event()
         engine = RunningEngine(bus)
         for service in services:
-            engine.tasks[service.name] = asyncio.create_task(service.run(bus, stop))
+            own = await _connect_as(url, credentials, service.name)
+            stack.push_async_callback(own.close)
+            engine.tasks[service.name] = asyncio.create_task(service.run(own, stop))
         try:
             yield engine
         finally:
             stop.set()
             await asyncio.gather(*engine.tasks.values(), return_exceptions=True)
+
+
+async def _connect_as(
+    url: str, credentials: BusCredentials, user: str, *, client: str | None = None
+) -> Bus:
+    credential = credentials.credential(user)
+    return await connect(url, name=f"sreforge-{client or user}", credential=credential)
 
 
 async def _serve_until_signalled(
@@ -173,7 +218,7 @@ async def _serve_until_signalled(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with running_engine(
-        settings, services, embedded=embedded, store_dir=settings.home / "nats", advertise=True
+        settings, services, embedded=embedded, store_dir=settings.bus_dir, advertise=True
     ) as engine:
         log.info("engine.ready", services=[service.name for service in services])
         stopped = asyncio.create_task(stop.wait())
@@ -191,7 +236,8 @@ async def _tail(settings: EngineSettings, subject: str, *, as_json: bool, only_n
     url = settings.nats_url or advertised_url(settings)
     if url is None:
         raise EngineNotRunning("no engine to follow: start `sreforge up` or set SREFORGE_NATS_URL")
-    bus = await connect(url, name="sreforge-tail")
+    credential = bus_credentials(settings).credential(OPERATOR_USER)
+    bus = await connect(url, name="sreforge-tail", credential=credential)
     try:
         async for message in follow(bus, subject, deliver="new" if only_new else "all"):
             line = (

@@ -19,6 +19,7 @@ __all__ = [
     "BOOTSTRAP_USER",
     "OPERATOR_USER",
     "SERVICE_EVENTS",
+    "TAILING_SERVICES",
     "Permissions",
     "bootstrap_permissions",
     "inbox_prefix",
@@ -40,6 +41,9 @@ SERVICE_EVENTS: Mapping[str, tuple[str, ...]] = {
 }
 """Service → the event types it alone may publish (SPEC §3 event catalog)."""
 
+TAILING_SERVICES = frozenset({"recorder"})
+"""Services that read the event stream back with `follow` (the recorder's backfill)."""
+
 _TRIGGER_SUBJECTS = {
     "TriggerFired": "sreforge.trigger.fired",
     "TriggerResolved": "sreforge.trigger.resolved",
@@ -59,11 +63,14 @@ _JS_READ = (
     f"$JS.API.STREAM.MSG.GET.{_KV_STREAM}",
     f"$JS.API.DIRECT.GET.{_KV_STREAM}",
     f"$JS.API.DIRECT.GET.{_KV_STREAM}.>",
-    # Ephemeral consumers only: the bare subject cannot name (so cannot replace) a durable.
-    f"$JS.API.CONSUMER.CREATE.{STREAM}",
-    f"$JS.API.CONSUMER.CREATE.{_KV_STREAM}",
+    f"$JS.API.CONSUMER.CREATE.{_KV_STREAM}",  # key listing; that stream has no durables
     "$JS.FC.>",
 )
+
+# Creating a tailing (ephemeral) consumer on the event stream. A create request may also
+# carry the name of an existing durable and rewrite it, and no subject rule can tell the
+# two apart, so only the clients that tail get it: the operator and `TAILING_SERVICES`.
+_TAIL = (f"$JS.API.CONSUMER.CREATE.{STREAM}",)
 
 _JS_DESTRUCTIVE = (
     "$JS.API.STREAM.CREATE.>",
@@ -132,6 +139,8 @@ def service_permissions(service: str, durables: Sequence[str] = ()) -> Permissio
         ]
     if service == "correlator":
         own.append(_REPLY_INBOXES)
+    if service in TAILING_SERVICES:
+        own += _TAIL
     return Permissions(
         publish_allow=(*own, *_JS_READ, f"$KV.{RUNS_BUCKET}.>"),
         publish_deny=_JS_DESTRUCTIVE,
@@ -145,6 +154,7 @@ def operator_permissions() -> Permissions:
         publish_allow=(
             _RUN_START,
             *_JS_READ,
+            *_TAIL,
             "$JS.API.STREAM.NAMES",
             "$JS.API.STREAM.LIST",
             f"$JS.API.CONSUMER.NAMES.{STREAM}",

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Sequence
 
 import structlog
-from sreforge_bus import ConsumerSpec, Context, Route, Service, follow
+from sreforge_bus import ConsumerSpec, Context, Route, Service, follow, misplaced
 from sreforge_contracts import (
     RUN_EVENTS_SUBJECTS,
     AgentTranscript,
@@ -172,7 +172,10 @@ class Recorder:
                     except ContractError as error:
                         context.log.warning("unparsable run event skipped", error=str(error))
                     else:
-                        folder.add_event(LoggedEvent(message.seq, message.subject, event))
+                        if (wrong := misplaced(event, message.subject)) is not None:
+                            context.log.warning("misplaced run event skipped", error=wrong)
+                        else:
+                            folder.add_event(LoggedEvent(message.seq, message.subject, event))
                     if message.seq >= upto:
                         return
 

@@ -1,0 +1,288 @@
+"""The bus authenticates: per-user credentials and subject permissions on a real nats-server.
+
+Each test plays a client that wants more than it owns (a runner publishing a verdict, a
+service deleting the stream or pulling another service's messages) and must be refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import nats.errors
+import pytest
+from sreforge_bus import (
+    BOOTSTRAP_USER,
+    OPERATOR_USER,
+    SERVICE_EVENTS,
+    STREAM,
+    Bus,
+    BusCredentials,
+    ConnectError,
+    ConsumerSpec,
+    CredentialError,
+    PermissionDenied,
+    bootstrap,
+    connect,
+    ensure_credentials,
+    load_credentials,
+)
+from sreforge_bus.embedded import NatsServer, start_nats_server
+from sreforge_bus.testing import poll, read_stream
+
+pytestmark = pytest.mark.timeout(60)
+
+ORACLE_DURABLE = "oracle-deployed"
+RUNNER_DURABLE = "runner"
+_REFUSED_WITHIN_S = 2.0  # well below the 5 s acknowledgement timeout
+_NO_REPLY_S = 1.0
+
+ConnectAs = Callable[[str], Awaitable[Bus]]
+
+
+@pytest.fixture
+def credentials(tmp_path: Path) -> BusCredentials:
+    """The credentials of a fresh engine home, with one durable for the oracle and the runner."""
+    durables = {"oracle": [ORACLE_DURABLE], "runner": [RUNNER_DURABLE]}
+    return ensure_credentials(tmp_path / "home" / "nats", durables)
+
+
+@pytest.fixture
+def auth_server(credentials: BusCredentials) -> Iterator[NatsServer]:
+    """A nats-server that knows only the home's users."""
+    with start_nats_server(config_file=credentials.config_file) as server:
+        yield server
+
+
+@pytest.fixture
+async def connect_as(
+    auth_server: NatsServer, credentials: BusCredentials
+) -> AsyncIterator[ConnectAs]:
+    """Connect as a named bus user; the stream and both durables exist (made by bootstrap)."""
+    opened: list[Bus] = []
+
+    async def open_as(user: str) -> Bus:
+        bus = await connect(
+            auth_server.url, name=f"test-{user}", credential=credentials.credential(user)
+        )
+        opened.append(bus)
+        return bus
+
+    setup = await open_as(BOOTSTRAP_USER)
+    await bootstrap(
+        setup,
+        [
+            ConsumerSpec(ORACLE_DURABLE, ("sreforge.run.*.Deployed",)),
+            ConsumerSpec(RUNNER_DURABLE, ("sreforge.run.*.BriefReady",)),
+        ],
+    )
+    yield open_as
+    for bus in opened:
+        await bus.close()
+
+
+async def _refused(publish: Awaitable[object]) -> PermissionDenied:
+    started = time.monotonic()
+    with pytest.raises(PermissionDenied) as refused:
+        await publish
+    assert time.monotonic() - started < _REFUSED_WITHIN_S, "the refusal waited out the ack timeout"
+    return refused.value
+
+
+async def _stored(bus: Bus) -> int:
+    return (await bus.js.stream_info(STREAM)).state.messages
+
+
+async def test_connecting_without_a_credential_is_refused(auth_server: NatsServer) -> None:
+    """Anonymous clients get nothing: the login is refused, promptly and by name."""
+    started = time.monotonic()
+    with pytest.raises(ConnectError, match=r"without a credential.*refused the login"):
+        await connect(auth_server.url, name="anonymous", connect_timeout=10)
+    assert time.monotonic() - started < 5, "a refused login must not wait out the deadline"
+
+
+async def test_a_wrong_password_is_refused(
+    auth_server: NatsServer, credentials: BusCredentials
+) -> None:
+    """Knowing a user name is not enough."""
+    forged = type(credentials.credential("oracle"))("oracle", "guessed-password")
+    with pytest.raises(ConnectError, match=r"as bus user 'oracle'.*refused the login"):
+        await connect(auth_server.url, name="forger", credential=forged, connect_timeout=10)
+
+
+async def test_only_the_oracle_can_publish_scored(connect_as: ConnectAs) -> None:
+    """The runner (closest to the agent) cannot store a verdict; the oracle can."""
+    oracle, runner = await connect_as("oracle"), await connect_as("runner")
+    await oracle.publish_raw("sreforge.run.r1.Scored", b"{}")
+    refused = await _refused(runner.publish_raw("sreforge.run.r1.Scored", b"{}"))
+    assert "'sreforge.run.r1.Scored' refused" in str(refused)
+    assert "'runner'" in str(refused)
+    await runner.publish_raw("sreforge.run.r1.Submitted", b"{}")  # its own event still flows
+    assert await _stored(oracle) == 2
+
+
+async def test_the_operator_starts_runs_and_tails_but_cannot_publish_events(
+    connect_as: ConnectAs,
+) -> None:
+    """The operator's credential: `run.start` and tailing, never a run event or a KV write."""
+    operator, oracle = await connect_as(OPERATOR_USER), await connect_as("oracle")
+    await operator.publish_raw("sreforge.run.start", b'{"scenario": "s", "agent": "noop"}')
+    await oracle.publish_raw("sreforge.run.r1.Scored", b"{}")
+    tailed = await read_stream(operator, "sreforge.>", 2)
+    assert [message.subject for message in tailed] == [
+        "sreforge.run.start",
+        "sreforge.run.r1.Scored",
+    ]
+    await _refused(operator.publish_raw("sreforge.run.r1.Scored", b"{}"))
+    await _refused(operator.publish_raw("sreforge.trigger.fired", b"{}"))
+    with pytest.raises(Exception, match="put of run store key"):
+        await asyncio.wait_for(operator.runs.put("r1", b"{}"), 10)
+
+
+async def test_no_service_may_start_a_run(connect_as: ConnectAs) -> None:
+    """`run.start` is the operator's: a service cannot start runs of its own choosing."""
+    runner = await connect_as("runner")
+    await _refused(runner.publish_raw("sreforge.run.start", b"{}"))
+
+
+async def test_a_service_cannot_delete_or_purge_the_stream(connect_as: ConnectAs) -> None:
+    """Destructive JetStream API is bootstrap's alone: the events (and the verdicts) stay."""
+    oracle = await connect_as("oracle")
+    await oracle.publish_raw("sreforge.run.r1.Scored", b"{}")
+    runner = (await connect_as("runner")).nc.jetstream(timeout=_NO_REPLY_S)
+    for attempt in (runner.delete_stream(STREAM), runner.purge_stream(STREAM)):
+        with pytest.raises(nats.errors.TimeoutError):
+            await attempt
+    with pytest.raises(nats.errors.TimeoutError):
+        await runner.delete_consumer(STREAM, ORACLE_DURABLE)
+    assert await _stored(oracle) == 1
+    assert (await oracle.js.consumer_info(STREAM, ORACLE_DURABLE)).name == ORACLE_DURABLE
+
+
+async def test_a_service_cannot_rewrite_another_services_durable(connect_as: ConnectAs) -> None:
+    """A create request naming the oracle's durable would re-point it: it never gets through."""
+    runner = await connect_as("runner")
+    config = {"name": ORACLE_DURABLE, "filter_subject": "sreforge.nothing", "ack_policy": "none"}
+    request = json.dumps({"stream_name": STREAM, "config": config}).encode()
+    for subject in (
+        f"$JS.API.CONSUMER.CREATE.{STREAM}",
+        f"$JS.API.CONSUMER.CREATE.{STREAM}.{ORACLE_DURABLE}",
+        f"$JS.API.CONSUMER.DURABLE.CREATE.{STREAM}.{ORACLE_DURABLE}",
+    ):
+        with pytest.raises(nats.errors.TimeoutError):
+            await runner.nc.request(subject, request, timeout=_NO_REPLY_S)
+    info = await runner.js.consumer_info(STREAM, ORACLE_DURABLE)
+    assert info.config.filter_subject == "sreforge.run.*.Deployed"
+
+
+async def test_a_service_pulls_only_from_its_own_durables(connect_as: ConnectAs) -> None:
+    """The runner cannot take (and ack away) the Deployed events the oracle grades."""
+    runner, oracle = await connect_as("runner"), await connect_as("oracle")
+    pull = json.dumps({"batch": 1, "no_wait": True}).encode()
+    own = await oracle.nc.request(
+        f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{ORACLE_DURABLE}", pull, timeout=5
+    )
+    assert own.headers is not None
+    assert own.headers.get("Status") == "404"  # nothing pending, but the oracle was heard
+    with pytest.raises(nats.errors.TimeoutError):
+        await runner.nc.request(
+            f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{ORACLE_DURABLE}", pull, timeout=_NO_REPLY_S
+        )
+
+
+async def test_a_service_dead_letters_only_its_own_durables(connect_as: ConnectAs) -> None:
+    """A forged dead letter for another durable would fail that run; only its own are allowed."""
+    runner = await connect_as("runner")
+    await runner.publish_raw(f"sreforge.deadletter.{RUNNER_DURABLE}", b"{}")
+    await _refused(runner.publish_raw(f"sreforge.deadletter.{ORACLE_DURABLE}", b"{}"))
+
+
+async def test_services_keep_the_run_store_and_their_replies(connect_as: ConnectAs) -> None:
+    """What every JetStream client needs still works under a service credential."""
+    deployer = await connect_as("deployer")
+    assert await deployer.runs.claim("deployer.stack.r1", b"1")
+    entry = await deployer.runs.get("deployer.stack.r1")
+    assert entry is not None
+    assert entry.value == b"1"
+    assert await deployer.runs.keys("deployer.>") == ["deployer.stack.r1"]
+    await deployer.runs.remove("deployer.stack.r1")
+    assert await deployer.runs.get("deployer.stack.r1") is None
+
+
+async def test_a_service_cannot_read_another_services_replies(connect_as: ConnectAs) -> None:
+    """Reply inboxes are per user: the runner cannot listen in on the oracle's acks and reads."""
+    runner = await connect_as("runner")
+    errors: list[str] = []
+    original = runner.nc._error_cb
+
+    async def record(err: Exception) -> None:
+        errors.append(str(err))
+        if original is not None:
+            await original(err)
+
+    runner.nc._error_cb = record
+    await runner.nc.subscribe("_INBOX.oracle.>")
+
+    async def refused() -> bool:
+        return any("permissions violation for subscription" in error for error in errors)
+
+    await poll(refused, "the subscription to the oracle's inboxes to be refused", timeout=5)
+
+
+def test_credential_files_are_private(credentials: BusCredentials) -> None:
+    """Only the engine's user reads a password: the directory is 0700, every file 0600."""
+    assert stat.S_IMODE(credentials.directory.stat().st_mode) == 0o700
+    files = sorted(credentials.directory.iterdir())
+    expected = {f"{user}.json" for user in (*SERVICE_EVENTS, OPERATOR_USER, BOOTSTRAP_USER)}
+    assert {path.name for path in files} == expected | {"server.conf"}
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_generation_is_idempotent_and_repairs_modes(credentials: BusCredentials) -> None:
+    """A second start keeps every password (running clients stay valid) and the same config."""
+    config = credentials.config_file.read_text()
+    (credentials.directory / "oracle.json").chmod(0o644)
+    again = ensure_credentials(
+        credentials.directory, {"oracle": [ORACLE_DURABLE], "runner": [RUNNER_DURABLE]}
+    )
+    assert again.users == credentials.users
+    assert again.config_file.read_text() == config
+    assert stat.S_IMODE((credentials.directory / "oracle.json").stat().st_mode) == 0o600
+    assert load_credentials(credentials.directory).users == credentials.users
+
+
+def test_passwords_stay_out_of_reprs(credentials: BusCredentials) -> None:
+    """A credential logged by accident shows its user, never its password."""
+    oracle = credentials.credential("oracle")
+    assert oracle.password not in repr(oracle)
+    assert oracle.password not in repr(credentials)
+
+
+def test_a_bad_credential_file_is_named(credentials: BusCredentials) -> None:
+    """A hand-edited or foreign file fails with its path, not with a login error later."""
+    path = credentials.directory / "runner.json"
+    path.write_text(json.dumps({"user": "oracle", "password": "x"}))
+    with pytest.raises(CredentialError, match=r"runner\.json"):
+        ensure_credentials(credentials.directory)
+    with pytest.raises(CredentialError, match="no bus credential for 'nobody'"):
+        credentials.credential("nobody")
+
+
+def test_every_event_type_has_exactly_one_owner_but_run_failed() -> None:
+    """The permission table names each event's producer once (SPEC §3); RunFailed is any stage's."""
+    from sreforge_contracts import EVENT_TYPES
+
+    owners: dict[str, list[str]] = {}
+    for service, kinds in SERVICE_EVENTS.items():
+        for kind in kinds:
+            owners.setdefault(kind, []).append(service)
+    assert set(owners) == set(EVENT_TYPES), "every event type needs a producer, and only those"
+    shared = {kind for kind, services in owners.items() if len(services) > 1}
+    assert shared == {"RunFailed"}
+    assert owners["Scored"] == ["oracle"]
+    assert owners["Recorded"] == ["recorder"]

@@ -12,11 +12,13 @@ import stat
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import nats.errors
 import pytest
 from sreforge_bus import (
     BOOTSTRAP_USER,
+    HEADER_DEADLETTER_ERROR,
     OPERATOR_USER,
     SERVICE_EVENTS,
     STREAM,
@@ -25,14 +27,17 @@ from sreforge_bus import (
     ConnectError,
     ConsumerSpec,
     CredentialError,
+    Delivery,
     PermissionDenied,
     bootstrap,
     connect,
     ensure_credentials,
     load_credentials,
+    misplaced,
 )
 from sreforge_bus.embedded import NatsServer, start_nats_server
-from sreforge_bus.testing import poll, read_stream
+from sreforge_bus.testing import Seen, consumer_settled, poll, read_stream
+from sreforge_contracts import RunFailed, parse_event
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -42,6 +47,7 @@ _REFUSED_WITHIN_S = 2.0  # well below the 5 s acknowledgement timeout
 _NO_REPLY_S = 1.0
 
 ConnectAs = Callable[[str], Awaitable[Bus]]
+StartWorker = Callable[..., Any]
 
 
 @pytest.fixture
@@ -286,3 +292,51 @@ def test_every_event_type_has_exactly_one_owner_but_run_failed() -> None:
     assert shared == {"RunFailed"}
     assert owners["Scored"] == ["oracle"]
     assert owners["Recorded"] == ["recorder"]
+
+
+def _failed(run_id: str = "run-0001") -> RunFailed:
+    return RunFailed(run_id=run_id, producer="tests", stage="ci", reason="r", verdict="error")
+
+
+@pytest.mark.parametrize(
+    ("subject", "wrong"),
+    [
+        ("sreforge.run.run-0001.RunFailed", None),
+        ("sreforge.run.run-0001.Submitted", "belongs on 'sreforge.run.run-0001.RunFailed'"),
+        ("sreforge.run.run-0002.RunFailed", "belongs on 'sreforge.run.run-0001.RunFailed'"),
+        ("sreforge.trigger.fired", "belongs on 'sreforge.run.run-0001.RunFailed'"),
+        ("sreforge.deadletter.oracle-deployed", None),  # dead letters carry others' bodies
+        ("sreforge.run.start", None),
+    ],
+)
+def test_an_event_must_come_on_its_own_subject(subject: str, wrong: str | None) -> None:
+    """Subject permissions only hold if the body's type and run are the subject's."""
+    found = misplaced(_failed(), subject)
+    if wrong is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert wrong in found
+
+
+async def test_a_verdict_smuggled_onto_another_subject_is_dead_lettered(
+    bus: Bus, start_worker: StartWorker
+) -> None:
+    """The runner may publish on `...Submitted`; a body there saying it is another event (here
+    a RunFailed for the run) never reaches a handler, while the genuine one does."""
+    spec = ConsumerSpec("events", ("sreforge.run.*.*",))
+    await bootstrap(bus, [spec])
+    seen: Seen[Any] = Seen()
+
+    async def handle(event: Any, delivery: Delivery) -> None:
+        seen.add(event, delivery)
+
+    start_worker(spec, handle, parse=parse_event)
+    smuggled = _failed().model_dump_json().encode()
+    await bus.publish_raw("sreforge.run.run-0001.Submitted", smuggled)
+    await bus.publish(_failed("run-0002"))
+    await seen.wait_for(1)
+    [dead] = await read_stream(bus, "sreforge.deadletter.events", 1)
+    assert "belongs on 'sreforge.run.run-0001.RunFailed'" in dead.headers[HEADER_DEADLETTER_ERROR]
+    await poll(lambda: consumer_settled(bus, "events"), "the smuggled event terminated")
+    assert [event.run_id for event, _, _ in seen.items] == ["run-0002"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -54,9 +56,17 @@ def engine(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path, str]]:
         assert not engine_file.exists(), "a stopped engine must stop advertising itself"
 
 
-async def _core_publish(url: str, subject: str, payload: bytes) -> None:
-    """Exactly what `nats pub SUBJECT PAYLOAD` does: a plain core-NATS publish, no headers."""
-    nc = await nats.connect(url)
+def _operator(env: dict[str, str]) -> tuple[str, str]:
+    """The operator's bus user and password, as the README reads them from the home."""
+    record = json.loads((Path(env["SREFORGE_HOME"]) / "nats" / "operator.json").read_text())
+    return record["user"], record["password"]
+
+
+async def _core_publish(url: str, subject: str, payload: bytes, env: dict[str, str]) -> None:
+    """Exactly what `nats pub --user operator --password ... SUBJECT PAYLOAD` does: a plain
+    core-NATS publish, no headers, with the operator's credential."""
+    user, password = _operator(env)
+    nc = await nats.connect(url, user=user, password=password)
     try:
         await nc.publish(subject, payload)
         await nc.flush()
@@ -95,7 +105,7 @@ async def test_run_start_published_like_nats_pub_shows_up_in_tail(
     """`nats pub sreforge.run.start '<json>'` against `sreforge up` appears in `sreforge tail`."""
     env, _, url = engine
     command = {"scenario": "latency-cache-stampede", "agent": "noop", "time_scale": 0.1}
-    await _core_publish(url, "sreforge.run.start", json.dumps(command).encode())
+    await _core_publish(url, "sreforge.run.start", json.dumps(command).encode(), env)
     lines = _tail_until(env, "latency-cache-stampede")
     shown = json.loads(lines[-1])
     assert shown["subject"] == "sreforge.run.start"
@@ -107,13 +117,47 @@ async def test_malformed_run_start_is_rejected_and_the_engine_keeps_serving(
 ) -> None:
     """A bad `run.start` gets a RunRejected naming the field; the next command still flows."""
     env, _, url = engine
-    await _core_publish(url, "sreforge.run.start", b'{"scenario": "../x", "agent": "noop"}')
+    await _core_publish(url, "sreforge.run.start", b'{"scenario": "../x", "agent": "noop"}', env)
     rejected = json.loads(_tail_until(env, '"RunRejected"')[-1])
     assert "scenario" in rejected["event"]["reason"]
     good = {"scenario": "latency-cache-stampede", "agent": "noop", "time_scale": 0.1}
-    await _core_publish(url, "sreforge.run.start", json.dumps(good).encode())
+    await _core_publish(url, "sreforge.run.start", json.dumps(good).encode(), env)
     requested = json.loads(_tail_until(env, '"RunRequested"')[-1])
     assert requested["event"]["agent"] == "noop"
+
+
+async def test_sreforge_up_refuses_clients_without_a_credential(
+    engine: tuple[dict[str, str], Path, str],
+) -> None:
+    """A plain `nats pub` (no credential) is turned away; the advertised URL holds no secret."""
+    env, _, url = engine
+    with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+        await nats.connect(url, allow_reconnect=False, connect_timeout=5)
+    _, password = _operator(env)
+    advertised = (Path(env["SREFORGE_HOME"]) / "engine.json").read_text()
+    assert password not in advertised
+    assert "@" not in json.loads(advertised)["nats_url"]
+    bus_dir = Path(env["SREFORGE_HOME"]) / "nats"
+    assert stat.S_IMODE(bus_dir.stat().st_mode) == 0o700
+    for path in bus_dir.glob("*.json"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_each_service_of_sreforge_up_connects_as_itself(
+    engine: tuple[dict[str, str], Path, str],
+) -> None:
+    """One connection per service, each logged in as its own user (so its permissions apply)."""
+    _, log_path, _ = engine
+    users = {}
+    for line in log_path.read_text().splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            entry = json.loads(line)
+            if isinstance(entry, dict) and entry.get("event") == "nats connected":
+                users[entry["client"]] = entry.get("user")
+    services = ("trigger", "correlator", "context", "runner", "deployer", "oracle", "recorder")
+    for service in services:
+        assert users.get(f"sreforge-{service}") == service, users
+    assert users.get("sreforge-engine") == "operator"
 
 
 _WIRED = (

@@ -273,5 +273,5 @@ async def connect(
         refused.cancel()
     bus = Bus(nc, user=user)
     holder.append(bus)
-    log.info("nats connected", client=name, url=url)
+    log.info("nats connected", client=name, user=user, url=url)
     return bus

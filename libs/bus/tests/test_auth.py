@@ -340,3 +340,15 @@ async def test_a_verdict_smuggled_onto_another_subject_is_dead_lettered(
     assert "belongs on 'sreforge.run.run-0001.RunFailed'" in dead.headers[HEADER_DEADLETTER_ERROR]
     await poll(lambda: consumer_settled(bus, "events"), "the smuggled event terminated")
     assert [event.run_id for event, _, _ in seen.items] == ["run-0002"]
+
+
+def test_services_starting_together_agree_on_the_passwords(tmp_path: Path) -> None:
+    """Seven `sreforge serve` processes on a fresh home race to create it; one set wins."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    directory = tmp_path / "nats"
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        made = list(pool.map(lambda _: ensure_credentials(directory).users, range(8)))
+    assert all(users == made[0] for users in made)
+    assert load_credentials(directory).users == made[0]
+    assert not [path for path in directory.iterdir() if path.name.startswith(".")]

@@ -62,6 +62,10 @@ class BusCredentials:
         """The nats-server configuration (include it, or pass it with `-c`)."""
         return self.directory / SERVER_CONFIG
 
+    def credential_file(self, user: str) -> Path:
+        """The file holding `user`'s credential (`{"user": ..., "password": ...}`)."""
+        return self.directory / f"{self.credential(user).user}.json"
+
     def credential(self, user: str) -> Credential:
         """The credential of `user` (a service name, `operator` or `bootstrap`)."""
         try:

@@ -21,6 +21,7 @@ from sreforge_bus import (
     HEADER_DEADLETTER_ERROR,
     OPERATOR_USER,
     SERVICE_EVENTS,
+    SERVICE_KEYS,
     STREAM,
     Bus,
     BusCredentials,
@@ -29,6 +30,8 @@ from sreforge_bus import (
     CredentialError,
     Delivery,
     PermissionDenied,
+    RunStore,
+    RunStoreError,
     bootstrap,
     connect,
     ensure_credentials,
@@ -219,6 +222,22 @@ async def test_services_keep_the_run_store_and_their_replies(connect_as: Connect
     assert await deployer.runs.get("deployer.stack.r1") is None
 
 
+async def test_a_service_cannot_forge_another_services_run_store_keys(
+    connect_as: ConnectAs,
+) -> None:
+    """An unpublished outcome planted in the oracle's journal would be published by the oracle
+    itself; the runner may write only its own `runner.*` claims."""
+    runner = await connect_as("runner")
+    store = RunStore(runner.nc.jetstream(timeout=_NO_REPLY_S))
+    assert await store.claim("runner.run-0001", b"mine")
+    for key in ("oracle.scored.run-0001", "run-0001", "recorded.run-0001"):
+        with pytest.raises(RunStoreError):
+            await store.claim(key, b"forged")
+    oracle = await connect_as("oracle")
+    assert await oracle.runs.get("oracle.scored.run-0001") is None
+    assert await oracle.runs.claim("oracle.scored.run-0001", b"{}")
+
+
 async def test_a_service_cannot_read_another_services_replies(connect_as: ConnectAs) -> None:
     """Reply inboxes are per user: the runner cannot listen in on the oracle's acks and reads."""
     runner = await connect_as("runner")
@@ -288,6 +307,7 @@ def test_every_event_type_has_exactly_one_owner_but_run_failed() -> None:
         for kind in kinds:
             owners.setdefault(kind, []).append(service)
     assert set(owners) == set(EVENT_TYPES), "every event type needs a producer, and only those"
+    assert set(SERVICE_KEYS) == set(SERVICE_EVENTS), "every service has a run-store entry"
     shared = {kind for kind, services in owners.items() if len(services) > 1}
     assert shared == {"RunFailed"}
     assert owners["Scored"] == ["oracle"]

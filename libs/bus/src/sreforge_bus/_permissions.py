@@ -19,6 +19,7 @@ __all__ = [
     "BOOTSTRAP_USER",
     "OPERATOR_USER",
     "SERVICE_EVENTS",
+    "SERVICE_KEYS",
     "TAILING_SERVICES",
     "Permissions",
     "bootstrap_permissions",
@@ -40,6 +41,21 @@ SERVICE_EVENTS: Mapping[str, tuple[str, ...]] = {
     "recorder": ("Recorded",),
 }
 """Service → the event types it alone may publish (SPEC §3 event catalog)."""
+
+SERVICE_KEYS: Mapping[str, tuple[str, ...]] = {
+    "trigger": (),
+    "correlator": (">",),  # run states, `start.*`, `route.*`; it also sweeps others' scratch keys
+    "context": (),
+    "runner": ("runner.>",),
+    "deployer": ("deployer.>",),
+    "oracle": ("oracle.>",),
+    "recorder": ("recorded.>",),
+}
+"""Service → the run-store keys it may write (KV subject patterns); everyone may read all.
+
+So no service can forge another's claim or journal (say, an unpublished `oracle.scored.*`
+outcome that the oracle would then publish as its own). A new key belongs under its
+service's prefix."""
 
 TAILING_SERVICES = frozenset({"recorder"})
 """Services that read the event stream back with `follow` (the recorder's backfill)."""
@@ -122,7 +138,8 @@ def event_subjects(event_types: Sequence[str]) -> tuple[str, ...]:
 
 
 def service_permissions(service: str, durables: Sequence[str] = ()) -> Permissions:
-    """What `service` may do: publish its own events, pull and ack its own `durables`.
+    """What `service` may do: publish its own events, write its own run-store keys, and pull
+    from and ack its own `durables`.
 
     It may dead-letter only its own durables' messages, and it subscribes only to its
     own reply inboxes. The correlator also answers `run.start` on the asker's inbox.
@@ -141,8 +158,9 @@ def service_permissions(service: str, durables: Sequence[str] = ()) -> Permissio
         own.append(_REPLY_INBOXES)
     if service in TAILING_SERVICES:
         own += _TAIL
+    own += [f"$KV.{RUNS_BUCKET}.{pattern}" for pattern in SERVICE_KEYS.get(service, ())]
     return Permissions(
-        publish_allow=(*own, *_JS_READ, f"$KV.{RUNS_BUCKET}.>"),
+        publish_allow=(*own, *_JS_READ),
         publish_deny=_JS_DESTRUCTIVE,
         subscribe_allow=(f"{inbox_prefix(service)}.>",),
     )

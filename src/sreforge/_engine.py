@@ -183,6 +183,12 @@ async def running_engine(
             url = server.url
             log.info("engine.embedded_nats", url=url, store_dir=str(server.store_dir))
         setup = await _connect_as(url, credentials, BOOTSTRAP_USER)
+        if not setup.server_requires_auth:
+            log.warning(
+                "engine.bus_unauthenticated",
+                url=url,
+                hint=f"the server takes anyone; start it with -c {credentials.config_file}",
+            )
         try:
             await bootstrap(setup, [route.consumer for s in services for route in s.routes])
         finally:

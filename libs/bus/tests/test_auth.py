@@ -372,3 +372,11 @@ def test_services_starting_together_agree_on_the_passwords(tmp_path: Path) -> No
     assert all(users == made[0] for users in made)
     assert load_credentials(directory).users == made[0]
     assert not [path for path in directory.iterdir() if path.name.startswith(".")]
+
+
+async def test_a_client_can_tell_an_open_server_from_one_that_checks(
+    connect_as: ConnectAs, bus: Bus
+) -> None:
+    """The engine warns when the external NATS takes anyone (permissions are then moot)."""
+    assert (await connect_as("oracle")).server_requires_auth
+    assert not bus.server_requires_auth

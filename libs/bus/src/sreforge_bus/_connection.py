@@ -64,6 +64,11 @@ class Bus:
         self._refusals: dict[str, set[asyncio.Future[None]]] = {}
         self._closing = False
 
+    @property
+    def server_requires_auth(self) -> bool:
+        """Whether the server asked this client to log in (False: it takes anyone)."""
+        return bool(self.nc._server_info.get("auth_required"))
+
     async def publish(self, event: Event) -> Published:
         """Store `event` on `event.subject`, deduplicated by `event.event_id`.
 

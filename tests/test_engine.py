@@ -216,3 +216,23 @@ def test_explicit_settings_win_over_the_wiring(
     wire_defaults(EngineSettings(home=tmp_path))
     assert os.environ["SREFORGE_TRIGGER_PORT"] == "12345"
     assert os.environ["SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE"] == "http://127.0.0.1:1/x"
+
+
+def test_tail_with_a_stale_operator_password_says_the_login_was_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A home whose credentials do not match the server's fails fast with a clear line."""
+    from sreforge_bus import ensure_credentials
+    from sreforge_bus.embedded import start_nats_server
+
+    from sreforge._engine import tail_events
+
+    server_home = ensure_credentials(tmp_path / "server" / "nats")
+    with start_nats_server(config_file=server_home.config_file) as server:
+        monkeypatch.setenv("SREFORGE_HOME", str(tmp_path / "other"))
+        monkeypatch.setenv("SREFORGE_NATS_URL", server.url)
+        assert tail_events(run_id=None, as_json=True, only_new=True) == 2
+    err = capsys.readouterr().err
+    assert "sreforge tail: cannot connect" in err
+    assert "as bus user 'operator'" in err
+    assert "refused the login" in err

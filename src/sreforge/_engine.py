@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,11 +22,15 @@ from sreforge_bus import (
     OPERATOR_USER,
     Bus,
     BusCredentials,
+    BusError,
+    Credential,
+    CredentialError,
     Service,
     bootstrap,
     connect,
     ensure_credentials,
     follow,
+    load_credentials,
 )
 from sreforge_bus.embedded import NatsServer, start_nats_server
 
@@ -39,6 +44,7 @@ __all__ = [
     "advertised_url",
     "bus_credentials",
     "load_services",
+    "operator_credential",
     "run_engine",
     "running_engine",
     "tail_events",
@@ -67,6 +73,15 @@ def bus_credentials(settings: EngineSettings) -> BusCredentials:
         for service in load_services(SERVICE_NAMES)
     }
     return ensure_credentials(settings.bus_dir, durables)
+
+
+def operator_credential(settings: EngineSettings) -> Credential:
+    """The operator's credential for `sreforge run` and `tail`: read from the home (quick, no
+    service imports); created with all the others only if the home has none yet."""
+    try:
+        return load_credentials(settings.bus_dir).credential(OPERATOR_USER)
+    except CredentialError:
+        return bus_credentials(settings).credential(OPERATOR_USER)
 
 
 def run_engine(names: Sequence[str], *, embedded: bool = True) -> int:
@@ -125,8 +140,12 @@ def tail_events(*, run_id: str | None, as_json: bool, only_new: bool) -> int:
     settings = EngineSettings()
     configure_logging(settings.log_format, "WARNING")
     subject = f"sreforge.run.{run_id}.>" if run_id else "sreforge.>"
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_tail(settings, subject, as_json=as_json, only_new=only_new))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_tail(settings, subject, as_json=as_json, only_new=only_new))
+    except BusError as error:  # e.g. the engine refused the operator's login
+        print(f"sreforge tail: {error}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -242,8 +261,7 @@ async def _tail(settings: EngineSettings, subject: str, *, as_json: bool, only_n
     url = settings.nats_url or advertised_url(settings)
     if url is None:
         raise EngineNotRunning("no engine to follow: start `sreforge up` or set SREFORGE_NATS_URL")
-    credential = bus_credentials(settings).credential(OPERATOR_USER)
-    bus = await connect(url, name="sreforge-tail", credential=credential)
+    bus = await connect(url, name="sreforge-tail", credential=operator_credential(settings))
     try:
         async for message in follow(bus, subject, deliver="new" if only_new else "all"):
             line = (

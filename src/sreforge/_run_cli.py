@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from sreforge_bus import OPERATOR_USER, BusError, connect, follow, misplaced
+from sreforge_bus import BusError, connect, follow, misplaced
 from sreforge_contracts import (
     RUN_START_SUBJECT,
     CleanedUp,
@@ -37,8 +37,8 @@ from sreforge_contracts import (
 from sreforge._engine import (
     RunningEngine,
     advertised_url,
-    bus_credentials,
     load_services,
+    operator_credential,
     running_engine,
     wire_defaults,
 )
@@ -134,7 +134,7 @@ async def _trials(
 async def _engine(settings: EngineSettings) -> AsyncIterator[RunningEngine]:
     url = settings.nats_url or advertised_url(settings)
     if url is not None:
-        credential = bus_credentials(settings).credential(OPERATOR_USER)
+        credential = operator_credential(settings)
         bus = await connect(url, name="sreforge-run", credential=credential, connect_timeout=5.0)
         try:
             yield RunningEngine(bus)  # no tasks: the engine runs elsewhere

@@ -31,6 +31,7 @@ from sreforge_bus import (
     ensure_credentials,
     follow,
     load_credentials,
+    redact_url,
 )
 from sreforge_bus.embedded import NatsServer, start_nats_server
 
@@ -205,7 +206,7 @@ async def running_engine(
         if not setup.server_requires_auth:
             log.warning(
                 "engine.bus_unauthenticated",
-                url=url,
+                url=redact_url(url),
                 hint=f"the server takes anyone; start it with -c {credentials.config_file}",
             )
         try:

@@ -37,6 +37,7 @@ from sreforge_bus import (
     ensure_credentials,
     load_credentials,
     misplaced,
+    redact_url,
 )
 from sreforge_bus.embedded import NatsServer, start_nats_server
 from sreforge_bus.testing import Seen, consumer_settled, poll, read_stream
@@ -380,3 +381,28 @@ async def test_a_client_can_tell_an_open_server_from_one_that_checks(
     """The engine warns when the external NATS takes anyone (permissions are then moot)."""
     assert (await connect_as("oracle")).server_requires_auth
     assert not bus.server_requires_auth
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("nats://127.0.0.1:4222", "nats://127.0.0.1:4222"),
+        ("nats://operator:s3cret@h:4222", "nats://operator:***@h:4222"),
+        ("nats://a:x@h:1,nats://b:y@g:2", "nats://a:***@h:1,nats://b:***@g:2"),
+        ("nats://t0ken@h:4222", "nats://***@h:4222"),
+    ],
+)
+def test_urls_in_logs_and_errors_carry_no_secret(url: str, shown: str) -> None:
+    """An operator's SREFORGE_NATS_URL may embed a password; logs and errors mask it."""
+    assert redact_url(url) == shown
+
+
+async def test_a_refused_connect_names_the_url_without_its_password(
+    auth_server: NatsServer,
+) -> None:
+    """The error a user sees says where and as whom, never the password it tried."""
+    url = auth_server.url.replace("nats://", "nats://oracle:wrong-s3cret@")
+    with pytest.raises(ConnectError) as refused:
+        await connect(url, name="url-login", connect_timeout=10)
+    assert "wrong-s3cret" not in str(refused.value)
+    assert "oracle:***@" in str(refused.value)

@@ -4,7 +4,7 @@
 """
 
 from sreforge_bus._bootstrap import ConsumerSpec, bootstrap
-from sreforge_bus._connection import Bus, Published, connect
+from sreforge_bus._connection import Bus, Published, connect, redact_url
 from sreforge_bus._credentials import (
     BusCredentials,
     Credential,
@@ -100,6 +100,7 @@ __all__ = [
     "log_only",
     "misplaced",
     "operator_permissions",
+    "redact_url",
     "run_of_subject",
     "service_permissions",
 ]

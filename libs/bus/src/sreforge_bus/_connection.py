@@ -25,13 +25,14 @@ from sreforge_bus._runs import RunStore
 if TYPE_CHECKING:
     from sreforge_bus._worker import Delivery
 
-__all__ = ["Bus", "Published", "connect"]
+__all__ = ["Bus", "Published", "connect", "redact_url"]
 
 log = structlog.get_logger("sreforge.bus")
 
 # nats-py lowercases the server's error text, subject included.
 _VIOLATION = re.compile(r"permissions violation for (publish|subscription) to \"?([^\"\s]+)", re.I)
 _LOGIN_REFUSED = "authorization violation"
+_URL_USERINFO = re.compile(r"//([^/@,]*)@")
 
 
 class _Stoppable(Protocol):
@@ -193,6 +194,17 @@ async def _quietly_unsubscribe(sub: Subscription) -> None:
         await sub.unsubscribe()
 
 
+def redact_url(url: str) -> str:
+    """`url` fit for logs and errors: a password (`nats://u:p@h`) or token (`nats://t@h`)
+    embedded in it is masked."""
+
+    def mask(found: re.Match[str]) -> str:
+        user, colon, _ = found.group(1).partition(":")
+        return f"//{user}:***@" if colon else "//***@"
+
+    return _URL_USERINFO.sub(mask, url)
+
+
 async def connect(
     url: str,
     *,
@@ -211,13 +223,14 @@ async def connect(
     nc = Client()
     holder: list[Bus] = []
     user = credential.user if credential is not None else None
+    shown = redact_url(url)
 
     async def on_disconnected() -> None:
         if not (holder and holder[0]._closing):
-            log.warning("nats disconnected", client=name, url=url)
+            log.warning("nats disconnected", client=name, url=shown)
 
     async def on_reconnected() -> None:
-        log.info("nats reconnected", client=name, url=url)
+        log.info("nats reconnected", client=name, url=shown)
         if holder:
             holder[0]._wake_workers()
 
@@ -232,7 +245,7 @@ async def connect(
         if _LOGIN_REFUSED in str(err).lower():
             login_refused.set()
             if holder:  # a reconnect refused: the server's users changed under us
-                log.warning("nats refused the login", client=name, user=user, url=url)
+                log.warning("nats refused the login", client=name, user=user, url=shown)
             return
         violation = _VIOLATION.search(str(err))
         if violation is None:
@@ -272,11 +285,11 @@ async def connect(
         who = "without a credential" if user is None else f"as bus user {user!r}"
         why = "refused the login" if login_refused.is_set() else f"not reachable ({err!r})"
         raise ConnectError(
-            f"cannot connect to NATS at {url} {who} within {connect_timeout}s: {why}"
+            f"cannot connect to NATS at {shown} {who} within {connect_timeout}s: {why}"
         ) from err
     finally:
         refused.cancel()
     bus = Bus(nc, user=user)
     holder.append(bus)
-    log.info("nats connected", client=name, user=user, url=url)
+    log.info("nats connected", client=name, user=user, url=shown)
     return bus

@@ -37,6 +37,7 @@ from sreforge_bus import (
     ensure_credentials,
     load_credentials,
     misplaced,
+    read_stored,
     redact_url,
 )
 from sreforge_bus.embedded import NatsServer, start_nats_server
@@ -406,3 +407,19 @@ async def test_a_refused_connect_names_the_url_without_its_password(
         await connect(url, name="url-login", connect_timeout=10)
     assert "wrong-s3cret" not in str(refused.value)
     assert "oracle:***@" in str(refused.value)
+
+
+async def test_a_service_reads_stored_events_back_without_creating_a_consumer(
+    connect_as: ConnectAs,
+) -> None:
+    """The recorder's backfill needs the run's stored events, not the right to create
+    consumers (which could rewrite a durable): `read_stored` gets them one by one."""
+    oracle, recorder = await connect_as("oracle"), await connect_as("recorder")
+    for n, subject in enumerate(["a.Scored", "b.Scored", "a.RunFailed", "a.Scored"]):
+        await oracle.publish_raw(f"sreforge.run.{subject}", str(n).encode())
+    stored = [m async for m in read_stored(recorder, "sreforge.run.a.*", upto=3)]
+    assert [(m.seq, m.data) for m in stored] == [(1, b"0"), (3, b"2")]
+    every = [m.seq async for m in read_stored(recorder, "sreforge.run.a.*")]
+    assert every == [1, 3, 4]
+    with pytest.raises(nats.errors.TimeoutError):
+        await recorder.nc.request(f"$JS.API.CONSUMER.CREATE.{STREAM}", b"{}", timeout=_NO_REPLY_S)

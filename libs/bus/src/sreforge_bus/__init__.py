@@ -23,7 +23,7 @@ from sreforge_bus._errors import (
     ReplyTimeout,
     RunStoreError,
 )
-from sreforge_bus._follow import RawMessage, follow
+from sreforge_bus._follow import RawMessage, follow, read_stored
 from sreforge_bus._names import (
     DEADLETTER_PREFIX,
     HEADER_DEADLETTER_DURABLE,
@@ -100,6 +100,7 @@ __all__ = [
     "log_only",
     "misplaced",
     "operator_permissions",
+    "read_stored",
     "redact_url",
     "run_of_subject",
     "service_permissions",

@@ -57,8 +57,9 @@ So no service can forge another's claim or journal (say, an unpublished `oracle.
 outcome that the oracle would then publish as its own). A new key belongs under its
 service's prefix."""
 
-TAILING_SERVICES = frozenset({"recorder"})
-"""Services that read the event stream back with `follow` (the recorder's backfill)."""
+TAILING_SERVICES: frozenset[str] = frozenset()
+"""Services that may tail the event stream with `follow` (none: the recorder's backfill
+reads stored events with `read_stored`, which needs no consumer)."""
 
 _TRIGGER_SUBJECTS = {
     "TriggerFired": "sreforge.trigger.fired",
@@ -85,7 +86,7 @@ _JS_READ = (
 
 # Creating a tailing (ephemeral) consumer on the event stream. A create request may also
 # carry the name of an existing durable and rewrite it, and no subject rule can tell the
-# two apart, so only the clients that tail get it: the operator and `TAILING_SERVICES`.
+# two apart, so only the clients that tail get it: the operator (and `TAILING_SERVICES`).
 _TAIL = (f"$JS.API.CONSUMER.CREATE.{STREAM}",)
 
 _JS_DESTRUCTIVE = (

@@ -190,6 +190,18 @@ async def test_a_service_cannot_rewrite_another_services_durable(connect_as: Con
     assert info.config.filter_subject == "sreforge.run.*.Deployed"
 
 
+@pytest.mark.parametrize("service", sorted(SERVICE_EVENTS))
+async def test_no_service_may_create_a_consumer(connect_as: ConnectAs, service: str) -> None:
+    """Even an ephemeral create may carry a durable's name and rewrite it: no service gets it."""
+    bus = await connect_as(service)
+    config = {"name": ORACLE_DURABLE, "filter_subject": "sreforge.nothing", "ack_policy": "none"}
+    request = json.dumps({"stream_name": STREAM, "config": config}).encode()
+    with pytest.raises(nats.errors.TimeoutError):
+        await bus.nc.request(f"$JS.API.CONSUMER.CREATE.{STREAM}", request, timeout=_NO_REPLY_S)
+    info = await bus.js.consumer_info(STREAM, ORACLE_DURABLE)
+    assert info.config.filter_subject == "sreforge.run.*.Deployed"
+
+
 async def test_a_service_pulls_only_from_its_own_durables(connect_as: ConnectAs) -> None:
     """The runner cannot take (and ack away) the Deployed events the oracle grades."""
     runner, oracle = await connect_as("runner"), await connect_as("oracle")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import stat
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -21,13 +20,11 @@ from sreforge_bus import (
     HEADER_DEADLETTER_ERROR,
     OPERATOR_USER,
     SERVICE_EVENTS,
-    SERVICE_KEYS,
     STREAM,
     Bus,
     BusCredentials,
     ConnectError,
     ConsumerSpec,
-    CredentialError,
     Delivery,
     PermissionDenied,
     RunStore,
@@ -35,10 +32,8 @@ from sreforge_bus import (
     bootstrap,
     connect,
     ensure_credentials,
-    load_credentials,
     misplaced,
     read_stored,
-    redact_url,
 )
 from sreforge_bus.embedded import NatsServer, start_nats_server
 from sreforge_bus.testing import Seen, consumer_settled, poll, read_stream
@@ -272,62 +267,6 @@ async def test_a_service_cannot_read_another_services_replies(connect_as: Connec
     await poll(refused, "the subscription to the oracle's inboxes to be refused", timeout=5)
 
 
-def test_credential_files_are_private(credentials: BusCredentials) -> None:
-    """Only the engine's user reads a password: the directory is 0700, every file 0600."""
-    assert stat.S_IMODE(credentials.directory.stat().st_mode) == 0o700
-    files = sorted(credentials.directory.iterdir())
-    expected = {f"{user}.json" for user in (*SERVICE_EVENTS, OPERATOR_USER, BOOTSTRAP_USER)}
-    assert {path.name for path in files} == expected | {"server.conf"}
-    for path in files:
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
-
-
-def test_generation_is_idempotent_and_repairs_modes(credentials: BusCredentials) -> None:
-    """A second start keeps every password (running clients stay valid) and the same config."""
-    config = credentials.config_file.read_text()
-    (credentials.directory / "oracle.json").chmod(0o644)
-    again = ensure_credentials(
-        credentials.directory, {"oracle": [ORACLE_DURABLE], "runner": [RUNNER_DURABLE]}
-    )
-    assert again.users == credentials.users
-    assert again.config_file.read_text() == config
-    assert stat.S_IMODE((credentials.directory / "oracle.json").stat().st_mode) == 0o600
-    assert load_credentials(credentials.directory).users == credentials.users
-
-
-def test_passwords_stay_out_of_reprs(credentials: BusCredentials) -> None:
-    """A credential logged by accident shows its user, never its password."""
-    oracle = credentials.credential("oracle")
-    assert oracle.password not in repr(oracle)
-    assert oracle.password not in repr(credentials)
-
-
-def test_a_bad_credential_file_is_named(credentials: BusCredentials) -> None:
-    """A hand-edited or foreign file fails with its path, not with a login error later."""
-    path = credentials.directory / "runner.json"
-    path.write_text(json.dumps({"user": "oracle", "password": "x"}))
-    with pytest.raises(CredentialError, match=r"runner\.json"):
-        ensure_credentials(credentials.directory)
-    with pytest.raises(CredentialError, match="no bus credential for 'nobody'"):
-        credentials.credential("nobody")
-
-
-def test_every_event_type_has_exactly_one_owner_but_run_failed() -> None:
-    """The permission table names each event's producer once (SPEC §3); RunFailed is any stage's."""
-    from sreforge_contracts import EVENT_TYPES
-
-    owners: dict[str, list[str]] = {}
-    for service, kinds in SERVICE_EVENTS.items():
-        for kind in kinds:
-            owners.setdefault(kind, []).append(service)
-    assert set(owners) == set(EVENT_TYPES), "every event type needs a producer, and only those"
-    assert set(SERVICE_KEYS) == set(SERVICE_EVENTS), "every service has a run-store entry"
-    shared = {kind for kind, services in owners.items() if len(services) > 1}
-    assert shared == {"RunFailed"}
-    assert owners["Scored"] == ["oracle"]
-    assert owners["Recorded"] == ["recorder"]
-
-
 def _failed(run_id: str = "run-0001") -> RunFailed:
     return RunFailed(run_id=run_id, producer="tests", stage="ci", reason="r", verdict="error")
 
@@ -376,38 +315,12 @@ async def test_a_verdict_smuggled_onto_another_subject_is_dead_lettered(
     assert [event.run_id for event, _, _ in seen.items] == ["run-0002"]
 
 
-def test_services_starting_together_agree_on_the_passwords(tmp_path: Path) -> None:
-    """Seven `sreforge serve` processes on a fresh home race to create it; one set wins."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    directory = tmp_path / "nats"
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        made = list(pool.map(lambda _: ensure_credentials(directory).users, range(8)))
-    assert all(users == made[0] for users in made)
-    assert load_credentials(directory).users == made[0]
-    assert not [path for path in directory.iterdir() if path.name.startswith(".")]
-
-
 async def test_a_client_can_tell_an_open_server_from_one_that_checks(
     connect_as: ConnectAs, bus: Bus
 ) -> None:
     """The engine warns when the external NATS takes anyone (permissions are then moot)."""
     assert (await connect_as("oracle")).server_requires_auth
     assert not bus.server_requires_auth
-
-
-@pytest.mark.parametrize(
-    ("url", "shown"),
-    [
-        ("nats://127.0.0.1:4222", "nats://127.0.0.1:4222"),
-        ("nats://operator:s3cret@h:4222", "nats://operator:***@h:4222"),
-        ("nats://a:x@h:1,nats://b:y@g:2", "nats://a:***@h:1,nats://b:***@g:2"),
-        ("nats://t0ken@h:4222", "nats://***@h:4222"),
-    ],
-)
-def test_urls_in_logs_and_errors_carry_no_secret(url: str, shown: str) -> None:
-    """An operator's SREFORGE_NATS_URL may embed a password; logs and errors mask it."""
-    assert redact_url(url) == shown
 
 
 async def test_a_refused_connect_names_the_url_without_its_password(

@@ -18,6 +18,7 @@ import pytest
 from sreforge_bus import (
     BOOTSTRAP_USER,
     HEADER_DEADLETTER_ERROR,
+    HEADER_REPLY_TO,
     OPERATOR_USER,
     SERVICE_EVENTS,
     STREAM,
@@ -27,6 +28,7 @@ from sreforge_bus import (
     ConsumerSpec,
     Delivery,
     PermissionDenied,
+    RawMessage,
     RunStore,
     RunStoreError,
     bootstrap,
@@ -348,3 +350,24 @@ async def test_a_service_reads_stored_events_back_without_creating_a_consumer(
     assert every == [1, 3, 4]
     with pytest.raises(nats.errors.TimeoutError):
         await recorder.nc.request(f"$JS.API.CONSUMER.CREATE.{STREAM}", b"{}", timeout=_NO_REPLY_S)
+
+
+async def test_only_the_correlator_answers_the_operators_run_start(connect_as: ConnectAs) -> None:
+    """A forged `run.start` answer (say, an accepted run id) could steer `sreforge run`; only
+    the correlator may publish on the operator's reply inboxes."""
+    operator = await connect_as("operator")
+    correlator, runner = await connect_as("correlator"), await connect_as("runner")
+    asked = asyncio.create_task(operator.command("sreforge.run.start", b"{}", timeout=10))
+    stored: list[RawMessage] = []
+
+    async def arrived() -> bool:
+        stored[:] = [m async for m in read_stored(correlator, "sreforge.run.start")]
+        return bool(stored)
+
+    await poll(arrived, "the run.start command to be stored")
+    reply_to = stored[0].headers[HEADER_REPLY_TO]
+    assert reply_to.startswith("_INBOX.operator.")
+    await runner.nc.publish(reply_to, b"forged")
+    await runner.nc.flush()
+    await correlator.nc.publish(reply_to, b"accepted")
+    assert await asked == b"accepted"

@@ -1,11 +1,11 @@
 """Who may publish and subscribe to what on the bus: one table, rendered as nats-server rules.
 
 `SERVICE_EVENTS` is the single source of truth for "a service publishes only the events
-it owns" (SPEC §3). Everything else a client needs is what a JetStream client needs:
-the read-only JetStream API, pulling from and acking its OWN durable consumers,
-ephemeral (ordered) consumers for tailing, the run store, flow-control replies and
-its own reply inboxes. Only `bootstrap` may create, change or delete streams and
-durable consumers.
+it owns" (SPEC §3), `SERVICE_KEYS` for the run-store keys each may write. Everything else
+a service gets is what a JetStream client needs: the read-only JetStream API, pulling from
+and acking its OWN durable consumers, flow-control replies and its own reply inboxes. Only
+the operator tails (creates ephemeral consumers); only `bootstrap` may create, change or
+delete streams and durable consumers.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def service_permissions(service: str, durables: Sequence[str] = ()) -> Permissio
     from and ack its own `durables`.
 
     It may dead-letter only its own durables' messages, and it subscribes only to its
-    own reply inboxes. The correlator also answers `run.start` on the asker's inbox.
+    own reply inboxes. The correlator also answers `run.start` on the operator's inboxes.
     """
     if service not in SERVICE_EVENTS:
         known = ", ".join(sorted(SERVICE_EVENTS))
@@ -155,8 +155,8 @@ def service_permissions(service: str, durables: Sequence[str] = ()) -> Permissio
             f"$JS.ACK.{STREAM}.{durable}.>",
             f"{DEADLETTER_PREFIX}{durable}",
         ]
-    if service == "correlator":
-        own.append(_REPLY_INBOXES)
+    if service == "correlator":  # answers `run.start`, which only the operator may send
+        own.append(f"{inbox_prefix(OPERATOR_USER)}.>")
     if service in TAILING_SERVICES:
         own += _TAIL
     own += [f"$KV.{RUNS_BUCKET}.{pattern}" for pattern in SERVICE_KEYS.get(service, ())]

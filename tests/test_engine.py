@@ -11,10 +11,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import nats
 import pytest
+from sreforge_bus import OPERATOR_USER, Credential, connect, follow
+from sreforge_bus.embedded import start_nats_server
 
 pytestmark = pytest.mark.integration
 
@@ -143,17 +146,23 @@ async def test_sreforge_up_refuses_clients_without_a_credential(
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 
-def test_each_service_of_sreforge_up_connects_as_itself(
-    engine: tuple[dict[str, str], Path, str],
-) -> None:
-    """One connection per service, each logged in as its own user (so its permissions apply)."""
-    _, log_path, _ = engine
+def _logged_users(log_path: Path) -> dict[str, str | None]:
+    """Client name → bus user, from the engine's JSON `nats connected` log lines."""
     users = {}
     for line in log_path.read_text().splitlines():
         with contextlib.suppress(json.JSONDecodeError):
             entry = json.loads(line)
             if isinstance(entry, dict) and entry.get("event") == "nats connected":
                 users[entry["client"]] = entry.get("user")
+    return users
+
+
+def test_each_service_of_sreforge_up_connects_as_itself(
+    engine: tuple[dict[str, str], Path, str],
+) -> None:
+    """One connection per service, each logged in as its own user (so its permissions apply)."""
+    _, log_path, _ = engine
+    users = _logged_users(log_path)
     services = ("trigger", "correlator", "context", "runner", "deployer", "oracle", "recorder")
     for service in services:
         assert users.get(f"sreforge-{service}") == service, users
@@ -236,3 +245,58 @@ def test_tail_with_a_stale_operator_password_says_the_login_was_refused(
     assert "sreforge tail: cannot connect" in err
     assert "as bus user 'operator'" in err
     assert "refused the login" in err
+
+
+@dataclass
+class _Served:
+    url: str
+    operator: Credential
+    log_path: Path
+
+
+@pytest.fixture
+def served_correlator(tmp_path: Path) -> Iterator[_Served]:
+    """`sreforge serve correlator` against a server started with the home's `server.conf`."""
+    from sreforge._engine import bus_credentials
+    from sreforge._settings import EngineSettings
+
+    home = tmp_path / "home"
+    credentials = bus_credentials(EngineSettings(home=home))
+    with start_nats_server(config_file=credentials.config_file) as server:
+        env = {**os.environ, "SREFORGE_HOME": str(home), "SREFORGE_NATS_URL": server.url}
+        env["SREFORGE_LOG_FORMAT"] = "json"
+        log_path = tmp_path / "serve.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "sreforge", "serve", "correlator"],
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
+        try:
+            _wait_for(lambda: b"engine.ready" in log_path.read_bytes(), f"serve ({log_path})")
+            yield _Served(server.url, credentials.credential(OPERATOR_USER), log_path)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=_STOP_DEADLINE) == 0, log_path.read_text()
+
+
+@pytest.mark.timeout(90)
+async def test_sreforge_serve_logs_in_as_its_service_on_an_external_server(
+    served_correlator: _Served,
+) -> None:
+    """It bootstraps as `bootstrap`, serves as `correlator`, and its answer reaches the
+    operator; the server checks logins, so the engine does not warn."""
+    served = served_correlator
+    operator = await connect(served.url, name="test-operator", credential=served.operator)
+    try:
+        await operator.publish_raw("sreforge.run.start", b'{"scenario": "../x"}')
+        async for message in follow(operator, "sreforge.run.*.RunRejected"):
+            assert json.loads(message.data)["producer"] == "correlator"
+            break
+    finally:
+        await operator.close()
+    users = _logged_users(served.log_path)
+    assert users.get("sreforge-bootstrap") == "bootstrap"
+    assert users.get("sreforge-correlator") == "correlator"
+    assert "engine.bus_unauthenticated" not in served.log_path.read_text()

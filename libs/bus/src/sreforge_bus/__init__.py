@@ -17,6 +17,7 @@ from sreforge_bus._errors import (
     CasConflict,
     ConnectError,
     CredentialError,
+    MessageTooLarge,
     NatsServerError,
     PermissionDenied,
     PublishError,
@@ -26,6 +27,7 @@ from sreforge_bus._errors import (
 from sreforge_bus._follow import RawMessage, follow, read_stored
 from sreforge_bus._names import (
     DEADLETTER_PREFIX,
+    HEADER_DEADLETTER_BODY_DROPPED,
     HEADER_DEADLETTER_DURABLE,
     HEADER_DEADLETTER_ERROR,
     HEADER_DEADLETTER_NUM_DELIVERED,
@@ -54,6 +56,7 @@ from sreforge_bus._worker import Delivery, Worker, misplaced, run_of_subject
 __all__ = [
     "BOOTSTRAP_USER",
     "DEADLETTER_PREFIX",
+    "HEADER_DEADLETTER_BODY_DROPPED",
     "HEADER_DEADLETTER_DURABLE",
     "HEADER_DEADLETTER_ERROR",
     "HEADER_DEADLETTER_NUM_DELIVERED",
@@ -79,6 +82,7 @@ __all__ = [
     "CredentialError",
     "Delivery",
     "Entry",
+    "MessageTooLarge",
     "NatsServerError",
     "PermissionDenied",
     "Permissions",

@@ -15,17 +15,23 @@ from nats.aio.client import Client
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from pydantic import BaseModel
-from sreforge_contracts import Event
+from sreforge_contracts import MAX_MESSAGE_BYTES, Event
 
 from sreforge_bus._credentials import Credential
-from sreforge_bus._errors import ConnectError, PermissionDenied, PublishError, ReplyTimeout
-from sreforge_bus._names import HEADER_MSG_ID, HEADER_REPLY_TO
+from sreforge_bus._errors import (
+    ConnectError,
+    MessageTooLarge,
+    PermissionDenied,
+    PublishError,
+    ReplyTimeout,
+)
+from sreforge_bus._names import HEADER_MSG_ID, HEADER_REPLY_TO, INBOX_PREFIX
 from sreforge_bus._runs import RunStore
 
 if TYPE_CHECKING:
     from sreforge_bus._worker import Delivery
 
-__all__ = ["Bus", "Published", "connect", "redact_url"]
+__all__ = ["Bus", "Published", "connect", "redact_url", "wire_size"]
 
 log = structlog.get_logger("sreforge.bus")
 
@@ -83,9 +89,12 @@ class Bus:
     ) -> Published:
         """Store raw bytes on `subject` through JetStream and wait for the acknowledgement.
 
-        Raises `PermissionDenied` as soon as the server reports that this client may not
-        publish on `subject` (instead of waiting out the acknowledgement timeout).
+        Raises `MessageTooLarge`, sending nothing, for a body over `MAX_MESSAGE_BYTES` or a
+        message over the server's max payload (which would make the server drop us), and
+        `PermissionDenied` as soon as the server reports that this client may not publish
+        on `subject` (instead of waiting out the acknowledgement timeout).
         """
+        self._check_size(subject, data, headers)
         refusal: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._refusals.setdefault(subject, set()).add(refusal)
         stored = asyncio.ensure_future(
@@ -126,6 +135,19 @@ class Bus:
                 if not refusal.done():
                     refusal.set_result(None)
 
+    def _check_size(self, subject: str, data: bytes, headers: Mapping[str, str] | None) -> None:
+        if len(data) > MAX_MESSAGE_BYTES:
+            raise MessageTooLarge(
+                f"publish to {subject!r}: message is {len(data)} bytes, over the limit of "
+                f"{MAX_MESSAGE_BYTES} bytes (MAX_MESSAGE_BYTES)"
+            )
+        size = wire_size(data, headers)
+        if size > self.nc.max_payload:
+            raise MessageTooLarge(
+                f"publish to {subject!r}: message with headers is {size} bytes, over the "
+                f"server's max payload of {self.nc.max_payload} bytes"
+            )
+
     async def command(
         self,
         subject: str,
@@ -159,8 +181,16 @@ class Bus:
         return answer.data
 
     async def reply(self, delivery: Delivery, model: BaseModel | bytes) -> None:
-        """Answer a command received through a worker; a no-op when nobody asked for a reply."""
+        """Answer a command received through a worker; a no-op when nobody asked for a reply.
+
+        Only an inbox (`_INBOX.…`, what `command` sends) is answered: the header is the
+        sender's, and a reply to `sreforge.run.<id>.RunFailed` would store a forged message
+        on another run's subject with this service's permissions.
+        """
         if delivery.reply_to is None:
+            return
+        if not delivery.reply_to.startswith(INBOX_PREFIX):
+            log.warning("reply refused: not an inbox", reply_to=delivery.reply_to[:200])
             return
         data = model if isinstance(model, bytes) else model.model_dump_json().encode()
         await self.nc.publish(delivery.reply_to, data)
@@ -186,6 +216,14 @@ class Bus:
             await self.nc.drain()
         except (nats.errors.ConnectionReconnectingError, nats.errors.ConnectionClosedError):
             await self.nc.close()
+
+
+def wire_size(data: bytes, headers: Mapping[str, str] | None = None) -> int:
+    """The bytes a message takes against the server's max payload: body plus header block."""
+    if not headers:
+        return len(data)
+    block = sum(len(key.encode()) + len(value.encode()) + 4 for key, value in headers.items())
+    return len(data) + len(b"NATS/1.0\r\n") + block + 2
 
 
 async def _quietly_unsubscribe(sub: Subscription) -> None:

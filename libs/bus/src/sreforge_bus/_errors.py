@@ -10,6 +10,7 @@ __all__ = [
     "CasConflict",
     "ConnectError",
     "CredentialError",
+    "MessageTooLarge",
     "NatsServerError",
     "PermissionDenied",
     "PublishError",
@@ -40,6 +41,14 @@ class PublishError(BusError):
 
 class PermissionDenied(PublishError):
     """The server refused a publish: this client's credential may not publish on the subject."""
+
+
+class MessageTooLarge(PublishError):
+    """A message was refused before it was sent: it is over the stated limit or the server's.
+
+    Sending it anyway would not just fail: a NATS server closes the connection of a client
+    that exceeds its max payload, which would wedge every worker on that connection.
+    """
 
 
 class ReplyTimeout(BusError):

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import nats
 import pytest
+from sreforge_bus import OPERATOR_USER, Credential, connect, follow
+from sreforge_bus.embedded import start_nats_server
 
 pytestmark = pytest.mark.integration
 
@@ -54,9 +59,17 @@ def engine(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path, str]]:
         assert not engine_file.exists(), "a stopped engine must stop advertising itself"
 
 
-async def _core_publish(url: str, subject: str, payload: bytes) -> None:
-    """Exactly what `nats pub SUBJECT PAYLOAD` does: a plain core-NATS publish, no headers."""
-    nc = await nats.connect(url)
+def _operator(env: dict[str, str]) -> tuple[str, str]:
+    """The operator's bus user and password, as the README reads them from the home."""
+    record = json.loads((Path(env["SREFORGE_HOME"]) / "nats" / "operator.json").read_text())
+    return record["user"], record["password"]
+
+
+async def _core_publish(url: str, subject: str, payload: bytes, env: dict[str, str]) -> None:
+    """Exactly what `nats pub --user operator --password ... SUBJECT PAYLOAD` does: a plain
+    core-NATS publish, no headers, with the operator's credential."""
+    user, password = _operator(env)
+    nc = await nats.connect(url, user=user, password=password)
     try:
         await nc.publish(subject, payload)
         await nc.flush()
@@ -95,7 +108,7 @@ async def test_run_start_published_like_nats_pub_shows_up_in_tail(
     """`nats pub sreforge.run.start '<json>'` against `sreforge up` appears in `sreforge tail`."""
     env, _, url = engine
     command = {"scenario": "latency-cache-stampede", "agent": "noop", "time_scale": 0.1}
-    await _core_publish(url, "sreforge.run.start", json.dumps(command).encode())
+    await _core_publish(url, "sreforge.run.start", json.dumps(command).encode(), env)
     lines = _tail_until(env, "latency-cache-stampede")
     shown = json.loads(lines[-1])
     assert shown["subject"] == "sreforge.run.start"
@@ -107,13 +120,53 @@ async def test_malformed_run_start_is_rejected_and_the_engine_keeps_serving(
 ) -> None:
     """A bad `run.start` gets a RunRejected naming the field; the next command still flows."""
     env, _, url = engine
-    await _core_publish(url, "sreforge.run.start", b'{"scenario": "../x", "agent": "noop"}')
+    await _core_publish(url, "sreforge.run.start", b'{"scenario": "../x", "agent": "noop"}', env)
     rejected = json.loads(_tail_until(env, '"RunRejected"')[-1])
     assert "scenario" in rejected["event"]["reason"]
     good = {"scenario": "latency-cache-stampede", "agent": "noop", "time_scale": 0.1}
-    await _core_publish(url, "sreforge.run.start", json.dumps(good).encode())
+    await _core_publish(url, "sreforge.run.start", json.dumps(good).encode(), env)
     requested = json.loads(_tail_until(env, '"RunRequested"')[-1])
     assert requested["event"]["agent"] == "noop"
+
+
+async def test_sreforge_up_refuses_clients_without_a_credential(
+    engine: tuple[dict[str, str], Path, str],
+) -> None:
+    """A plain `nats pub` (no credential) is turned away; the advertised URL holds no secret."""
+    env, _, url = engine
+    with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+        await nats.connect(url, allow_reconnect=False, connect_timeout=5)
+    _, password = _operator(env)
+    advertised = (Path(env["SREFORGE_HOME"]) / "engine.json").read_text()
+    assert password not in advertised
+    assert "@" not in json.loads(advertised)["nats_url"]
+    bus_dir = Path(env["SREFORGE_HOME"]) / "nats"
+    assert stat.S_IMODE(bus_dir.stat().st_mode) == 0o700
+    for path in bus_dir.glob("*.json"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def _logged_users(log_path: Path) -> dict[str, str | None]:
+    """Client name → bus user, from the engine's JSON `nats connected` log lines."""
+    users = {}
+    for line in log_path.read_text().splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            entry = json.loads(line)
+            if isinstance(entry, dict) and entry.get("event") == "nats connected":
+                users[entry["client"]] = entry.get("user")
+    return users
+
+
+def test_each_service_of_sreforge_up_connects_as_itself(
+    engine: tuple[dict[str, str], Path, str],
+) -> None:
+    """One connection per service, each logged in as its own user (so its permissions apply)."""
+    _, log_path, _ = engine
+    users = _logged_users(log_path)
+    services = ("trigger", "correlator", "context", "runner", "deployer", "oracle", "recorder")
+    for service in services:
+        assert users.get(f"sreforge-{service}") == service, users
+    assert users.get("sreforge-engine") == "operator"
 
 
 _WIRED = (
@@ -174,3 +227,78 @@ def test_explicit_settings_win_over_the_wiring(
     wire_defaults(EngineSettings(home=tmp_path))
     assert os.environ["SREFORGE_TRIGGER_PORT"] == "12345"
     assert os.environ["SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE"] == "http://127.0.0.1:1/x"
+
+
+def test_tail_with_a_stale_operator_password_says_the_login_was_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A home whose credentials do not match the server's fails fast with a clear line."""
+    from sreforge_bus import ensure_credentials
+    from sreforge_bus.embedded import start_nats_server
+
+    from sreforge._engine import tail_events
+
+    server_home = ensure_credentials(tmp_path / "server" / "nats")
+    with start_nats_server(config_file=server_home.config_file) as server:
+        monkeypatch.setenv("SREFORGE_HOME", str(tmp_path / "other"))
+        monkeypatch.setenv("SREFORGE_NATS_URL", server.url)
+        assert tail_events(run_id=None, as_json=True, only_new=True) == 2
+    err = capsys.readouterr().err
+    assert "sreforge tail: cannot connect" in err
+    assert "as bus user 'operator'" in err
+    assert "refused the login" in err
+
+
+@dataclass
+class _Served:
+    url: str
+    operator: Credential
+    log_path: Path
+
+
+@pytest.fixture
+def served_correlator(tmp_path: Path) -> Iterator[_Served]:
+    """`sreforge serve correlator` against a server started with the home's `server.conf`."""
+    from sreforge._engine import bus_credentials
+    from sreforge._settings import EngineSettings
+
+    home = tmp_path / "home"
+    credentials = bus_credentials(EngineSettings(home=home))
+    with start_nats_server(config_file=credentials.config_file) as server:
+        env = {**os.environ, "SREFORGE_HOME": str(home), "SREFORGE_NATS_URL": server.url}
+        env["SREFORGE_LOG_FORMAT"] = "json"
+        log_path = tmp_path / "serve.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "sreforge", "serve", "correlator"],
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
+        try:
+            _wait_for(lambda: b"engine.ready" in log_path.read_bytes(), f"serve ({log_path})")
+            yield _Served(server.url, credentials.credential(OPERATOR_USER), log_path)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=_STOP_DEADLINE) == 0, log_path.read_text()
+
+
+@pytest.mark.timeout(90)
+async def test_sreforge_serve_logs_in_as_its_service_on_an_external_server(
+    served_correlator: _Served,
+) -> None:
+    """It bootstraps as `bootstrap`, serves as `correlator`, and its answer reaches the
+    operator; the server checks logins, so the engine does not warn."""
+    served = served_correlator
+    operator = await connect(served.url, name="test-operator", credential=served.operator)
+    try:
+        await operator.publish_raw("sreforge.run.start", b'{"scenario": "../x"}')
+        async for message in follow(operator, "sreforge.run.*.RunRejected"):
+            assert json.loads(message.data)["producer"] == "correlator"
+            break
+    finally:
+        await operator.close()
+    users = _logged_users(served.log_path)
+    assert users.get("sreforge-bootstrap") == "bootstrap"
+    assert users.get("sreforge-correlator") == "correlator"
+    assert "engine.bus_unauthenticated" not in served.log_path.read_text()

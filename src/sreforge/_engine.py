@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -16,7 +17,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
-from sreforge_bus import Bus, Service, bootstrap, connect, follow
+from sreforge_bus import (
+    BOOTSTRAP_USER,
+    OPERATOR_USER,
+    Bus,
+    BusCredentials,
+    BusError,
+    Credential,
+    CredentialError,
+    Service,
+    bootstrap,
+    connect,
+    ensure_credentials,
+    follow,
+    load_credentials,
+    redact_url,
+)
 from sreforge_bus.embedded import NatsServer, start_nats_server
 
 from sreforge._errors import EngineNotRunning
@@ -27,7 +43,9 @@ from sreforge._tail import format_event_json, format_event_line
 __all__ = [
     "RunningEngine",
     "advertised_url",
+    "bus_credentials",
     "load_services",
+    "operator_credential",
     "run_engine",
     "running_engine",
     "tail_events",
@@ -41,6 +59,30 @@ _WORKER_THREADS = 32
 def load_services(names: Sequence[str]) -> list[Service]:
     """Import each named service package and return its `SERVICE` description."""
     return [importlib.import_module(f"sreforge_{name}").SERVICE for name in names]
+
+
+def bus_credentials(settings: EngineSettings) -> BusCredentials:
+    """The engine home's bus credentials (created on first use) and their server config.
+
+    Every service's durable consumers are listed, even when this process runs only one,
+    so separate `sreforge serve` processes all render the same `server.conf`.
+    """
+    from sreforge.cli import SERVICE_NAMES
+
+    durables = {
+        service.name: [route.consumer.durable for route in service.routes]
+        for service in load_services(SERVICE_NAMES)
+    }
+    return ensure_credentials(settings.bus_dir, durables)
+
+
+def operator_credential(settings: EngineSettings) -> Credential:
+    """The operator's credential for `sreforge run` and `tail`: read from the home (quick, no
+    service imports); created with all the others only if the home has none yet."""
+    try:
+        return load_credentials(settings.bus_dir).credential(OPERATOR_USER)
+    except CredentialError:
+        return bus_credentials(settings).credential(OPERATOR_USER)
 
 
 def run_engine(names: Sequence[str], *, embedded: bool = True) -> int:
@@ -102,8 +144,12 @@ def tail_events(*, run_id: str | None, as_json: bool, only_new: bool) -> int:
     settings = EngineSettings()
     configure_logging(settings.log_format, "WARNING")
     subject = f"sreforge.run.{run_id}.>" if run_id else "sreforge.>"
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_tail(settings, subject, as_json=as_json, only_new=only_new))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_tail(settings, subject, as_json=as_json, only_new=only_new))
+    except BusError as error:  # e.g. the engine refused the operator's login
+        print(f"sreforge tail: {error}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -135,8 +181,11 @@ async def running_engine(
     """Bootstrap the bus and run `services` in this process until the block exits.
 
     With no `settings.nats_url` (and `embedded`), a pinned nats-server is started in
-    `store_dir` (a temporary store when None) and stopped afterwards; `advertise` writes
-    it to `engine.json` so other shells find it. Services stop gracefully on exit.
+    `store_dir` (a temporary store when None) with the home's bus users, and stopped
+    afterwards; `advertise` writes it to `engine.json` so other shells find it. The bus
+    is bootstrapped as `bootstrap`; each service connects as itself (its own connection,
+    so its permissions apply) and the engine's own bus (`RunningEngine.bus`) is the
+    operator's. Services stop gracefully on exit.
     """
     # Stacks, CI and git run in worker threads and hold one for seconds at a time; the
     # default pool (cores + 4) would let a few runs starve every other service.
@@ -145,26 +194,48 @@ async def running_engine(
     )
     async with contextlib.AsyncExitStack() as stack:
         url = settings.nats_url
+        if url is None and not embedded:
+            raise EngineNotRunning("`sreforge serve` needs SREFORGE_NATS_URL")
+        credentials = await asyncio.to_thread(bus_credentials, settings)
         if url is None:
-            if not embedded:
-                raise EngineNotRunning("`sreforge serve` needs SREFORGE_NATS_URL")
-            server = stack.enter_context(start_nats_server(store_dir=store_dir))
+            server = stack.enter_context(
+                start_nats_server(store_dir=store_dir, config_file=credentials.config_file)
+            )
             if advertise:
                 stack.enter_context(_advertise(settings, server))
             url = server.url
             log.info("engine.embedded_nats", url=url, store_dir=str(server.store_dir))
-        bus = await connect(url, name="sreforge-engine")
+        setup = await _connect_as(url, credentials, BOOTSTRAP_USER)
+        if not setup.server_requires_auth:
+            log.warning(
+                "engine.bus_unauthenticated",
+                url=redact_url(url),
+                hint=f"the server takes anyone; start it with -c {credentials.config_file}",
+            )
+        try:
+            await bootstrap(setup, [route.consumer for s in services for route in s.routes])
+        finally:
+            await setup.close()
+        bus = await _connect_as(url, credentials, OPERATOR_USER, client="engine")
         stack.push_async_callback(bus.close)
-        await bootstrap(bus, [route.consumer for service in services for route in service.routes])
         stop = asyncio.Event()
         engine = RunningEngine(bus)
         for service in services:
-            engine.tasks[service.name] = asyncio.create_task(service.run(bus, stop))
+            own = await _connect_as(url, credentials, service.name)
+            stack.push_async_callback(own.close)
+            engine.tasks[service.name] = asyncio.create_task(service.run(own, stop))
         try:
             yield engine
         finally:
             stop.set()
             await asyncio.gather(*engine.tasks.values(), return_exceptions=True)
+
+
+async def _connect_as(
+    url: str, credentials: BusCredentials, user: str, *, client: str | None = None
+) -> Bus:
+    credential = credentials.credential(user)
+    return await connect(url, name=f"sreforge-{client or user}", credential=credential)
 
 
 async def _serve_until_signalled(
@@ -176,7 +247,7 @@ async def _serve_until_signalled(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with running_engine(
-        settings, services, embedded=embedded, store_dir=settings.home / "nats", advertise=True
+        settings, services, embedded=embedded, store_dir=settings.bus_dir, advertise=True
     ) as engine:
         log.info("engine.ready", services=[service.name for service in services])
         stopped = asyncio.create_task(stop.wait())
@@ -194,7 +265,7 @@ async def _tail(settings: EngineSettings, subject: str, *, as_json: bool, only_n
     url = settings.nats_url or advertised_url(settings)
     if url is None:
         raise EngineNotRunning("no engine to follow: start `sreforge up` or set SREFORGE_NATS_URL")
-    bus = await connect(url, name="sreforge-tail")
+    bus = await connect(url, name="sreforge-tail", credential=operator_credential(settings))
     try:
         async for message in follow(bus, subject, deliver="new" if only_new else "all"):
             line = (

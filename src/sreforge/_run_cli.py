@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from sreforge_bus import BusError, connect, follow
+from sreforge_bus import BusError, connect, follow, misplaced
 from sreforge_contracts import (
     RUN_START_SUBJECT,
     CleanedUp,
@@ -38,6 +38,7 @@ from sreforge._engine import (
     RunningEngine,
     advertised_url,
     load_services,
+    operator_credential,
     running_engine,
     wire_defaults,
 )
@@ -133,7 +134,8 @@ async def _trials(
 async def _engine(settings: EngineSettings) -> AsyncIterator[RunningEngine]:
     url = settings.nats_url or advertised_url(settings)
     if url is not None:
-        bus = await connect(url, name="sreforge-run", connect_timeout=5.0)
+        credential = operator_credential(settings)
+        bus = await connect(url, name="sreforge-run", credential=credential, connect_timeout=5.0)
         try:
             yield RunningEngine(bus)  # no tasks: the engine runs elsewhere
         finally:
@@ -208,7 +210,9 @@ class _Follower:
     async def _read(self) -> None:
         async for message in follow(self._engine.bus, f"sreforge.run.{self._run_id}.>"):
             with contextlib.suppress(ContractError):
-                self._events.put_nowait(parse_event(message.data))
+                event = parse_event(message.data)
+                if misplaced(event, message.subject) is None:  # a forged body on another's subject
+                    self._events.put_nowait(event)
 
     async def _watch(self, reader: asyncio.Task[None]) -> Outcome:
         while (left := self._deadline - time.monotonic()) > 0:

@@ -32,6 +32,11 @@ class EngineSettings(BaseSettings):
     log_level: str = "INFO"
 
     @property
+    def bus_dir(self) -> Path:
+        """The bus credentials (`<user>.json`, 0600) and `server.conf` (also the embedded store)."""
+        return self.home / "nats"
+
+    @property
     def engine_file(self) -> Path:
         """The file where a running embedded engine advertises its NATS URL."""
         return self.home / "engine.json"

@@ -50,6 +50,20 @@ def _build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--new", action="store_true", help="skip events already in the stream")
     tail.set_defaults(handler=_tail)
 
+    bus = verbs.add_parser("bus", help="the bus's users: credentials and nats-server config")
+    bus_verbs = bus.add_subparsers(title="bus commands", metavar="VERB")
+    config = bus_verbs.add_parser(
+        "config",
+        help="create the home's bus credentials if needed and print the server config's path",
+        description="Print the path of the nats-server configuration (users and subject "
+        "permissions) of this SREFORGE_HOME. An external server enforces the bus users "
+        'when started with it: nats-server -js -c "$(sreforge bus config)".',
+    )
+    config.add_argument(
+        "--credential", metavar="USER", help="print the path of USER's credential file instead"
+    )
+    config.set_defaults(handler=_bus_config)
+
     scenarios = verbs.add_parser("scenarios", help="list or validate scenario folders")
     scenario_verbs = scenarios.add_subparsers(title="scenario commands", metavar="VERB")
     listing = scenario_verbs.add_parser("list", help="list the scenarios under use-cases/")
@@ -100,6 +114,24 @@ def _tail(args: argparse.Namespace) -> int:
     from sreforge._engine import tail_events
 
     return tail_events(run_id=args.run, as_json=args.json, only_new=args.new)
+
+
+def _bus_config(args: argparse.Namespace) -> int:
+    from sreforge_bus import BusError
+
+    from sreforge._engine import bus_credentials
+    from sreforge._settings import EngineSettings
+
+    try:
+        credentials = bus_credentials(EngineSettings())
+        path = credentials.config_file
+        if args.credential is not None:
+            path = credentials.credential_file(args.credential)
+    except BusError as error:
+        print(f"sreforge bus config: {error}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
 
 
 def _scenarios_list(args: argparse.Namespace) -> int:

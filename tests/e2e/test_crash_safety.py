@@ -29,11 +29,13 @@ from pathlib import Path
 import jsonschema
 import psutil
 import pytest
-from sreforge_bus import STREAM, Bus, RawMessage, connect, follow
-from sreforge_bus.embedded import NatsServer
+from sreforge_bus import OPERATOR_USER, STREAM, Bus, Credential, RawMessage, connect, follow
+from sreforge_bus.embedded import start_nats_server
 from sreforge_contracts import ContractError, Event, parse_event
 from sreforge_oracle import RunJournal
 
+from sreforge._engine import bus_credentials
+from sreforge._settings import EngineSettings
 from sreforge.cli import SERVICE_NAMES
 
 from .test_runs import (
@@ -56,11 +58,16 @@ GRADING_SAMPLES = 3  # saved samples before the kill: grading is under way
 
 @dataclass
 class Topology:
-    """The seven services as separate processes, all on one nats-server."""
+    """The seven services as separate processes, all on one nats-server.
+
+    The server is external to the services (as an operator runs it) and configured
+    with the run home's `server.conf`, so each `serve` logs in with its own credential.
+    """
 
     run: Run
     nats_url: str
     trigger_port: int
+    operator: Credential
     processes: dict[str, list[subprocess.Popen[bytes]]] = field(default_factory=dict)
 
     @property
@@ -150,15 +157,22 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def topology(nats_server: NatsServer) -> Iterator[Topology]:
-    """A neutral run root and the services' processes, all stopped and removed afterwards."""
+def topology() -> Iterator[Topology]:
+    """A neutral run root, a nats-server enforcing its home's bus users, and the services'
+    processes, all stopped and removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix="runs-")) / "restart"
     root.mkdir()
-    services = Topology(Run("restart", "reference", root), nats_server.url, _free_port())
+    credentials = bus_credentials(EngineSettings(home=root / "home"))
     try:
-        yield services
+        with start_nats_server(config_file=credentials.config_file) as server:
+            operator = credentials.credential(OPERATOR_USER)
+            run = Run("restart", "reference", root)
+            services = Topology(run, server.url, _free_port(), operator)
+            try:
+                yield services
+            finally:
+                services.stop()
     finally:
-        services.stop()
         shutil.rmtree(root.parent, ignore_errors=True)
 
 
@@ -252,7 +266,7 @@ async def test_oracle_killed_mid_grading_and_restarted_still_records_one_verdict
     for name in SERVICE_NAMES:
         topology.serve(name)
     await _all_ready(topology)
-    bus = await connect(topology.nats_url, name="crash-test")
+    bus = await connect(topology.nats_url, name="crash-test", credential=topology.operator)
     watch = StreamWatch(bus)
     cli = await _launch_run(topology)
     run.pid, run.started = cli.pid, time.monotonic()

@@ -4,19 +4,27 @@
 """
 
 from sreforge_bus._bootstrap import ConsumerSpec, bootstrap
-from sreforge_bus._connection import Bus, Published, connect
+from sreforge_bus._connection import Bus, Published, connect, redact_url
+from sreforge_bus._credentials import (
+    BusCredentials,
+    Credential,
+    ensure_credentials,
+    load_credentials,
+)
 from sreforge_bus._errors import (
     BootstrapError,
     BusError,
     CasConflict,
     ConnectError,
+    CredentialError,
     MessageTooLarge,
     NatsServerError,
+    PermissionDenied,
     PublishError,
     ReplyTimeout,
     RunStoreError,
 )
-from sreforge_bus._follow import RawMessage, follow
+from sreforge_bus._follow import RawMessage, follow, read_stored
 from sreforge_bus._names import (
     DEADLETTER_PREFIX,
     HEADER_DEADLETTER_BODY_DROPPED,
@@ -32,11 +40,21 @@ from sreforge_bus._names import (
     STREAM_SUBJECTS,
     deadletter_subject,
 )
+from sreforge_bus._permissions import (
+    BOOTSTRAP_USER,
+    OPERATOR_USER,
+    SERVICE_EVENTS,
+    SERVICE_KEYS,
+    Permissions,
+    operator_permissions,
+    service_permissions,
+)
 from sreforge_bus._runs import Entry, RunStore
 from sreforge_bus._service import Context, Route, Service, log_only
-from sreforge_bus._worker import Delivery, Worker, run_of_subject
+from sreforge_bus._worker import Delivery, Worker, misplaced, run_of_subject
 
 __all__ = [
+    "BOOTSTRAP_USER",
     "DEADLETTER_PREFIX",
     "HEADER_DEADLETTER_BODY_DROPPED",
     "HEADER_DEADLETTER_DURABLE",
@@ -46,20 +64,28 @@ __all__ = [
     "HEADER_DEADLETTER_SUBJECT",
     "HEADER_MSG_ID",
     "HEADER_REPLY_TO",
+    "OPERATOR_USER",
     "RUNS_BUCKET",
+    "SERVICE_EVENTS",
+    "SERVICE_KEYS",
     "STREAM",
     "STREAM_SUBJECTS",
     "BootstrapError",
     "Bus",
+    "BusCredentials",
     "BusError",
     "CasConflict",
     "ConnectError",
     "ConsumerSpec",
     "Context",
+    "Credential",
+    "CredentialError",
     "Delivery",
     "Entry",
     "MessageTooLarge",
     "NatsServerError",
+    "PermissionDenied",
+    "Permissions",
     "PublishError",
     "Published",
     "RawMessage",
@@ -72,7 +98,14 @@ __all__ = [
     "bootstrap",
     "connect",
     "deadletter_subject",
+    "ensure_credentials",
     "follow",
+    "load_credentials",
     "log_only",
+    "misplaced",
+    "operator_permissions",
+    "read_stored",
+    "redact_url",
     "run_of_subject",
+    "service_permissions",
 ]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import nats.errors
 import structlog
@@ -16,16 +17,28 @@ from nats.js import JetStreamContext
 from pydantic import BaseModel
 from sreforge_contracts import MAX_MESSAGE_BYTES, Event
 
-from sreforge_bus._errors import ConnectError, MessageTooLarge, PublishError, ReplyTimeout
+from sreforge_bus._credentials import Credential
+from sreforge_bus._errors import (
+    ConnectError,
+    MessageTooLarge,
+    PermissionDenied,
+    PublishError,
+    ReplyTimeout,
+)
 from sreforge_bus._names import HEADER_MSG_ID, HEADER_REPLY_TO, INBOX_PREFIX
 from sreforge_bus._runs import RunStore
 
 if TYPE_CHECKING:
     from sreforge_bus._worker import Delivery
 
-__all__ = ["Bus", "Published", "connect", "wire_size"]
+__all__ = ["Bus", "Published", "connect", "redact_url", "wire_size"]
 
 log = structlog.get_logger("sreforge.bus")
+
+# nats-py lowercases the server's error text, subject included.
+_VIOLATION = re.compile(r"permissions violation for (publish|subscription) to \"?([^\"\s]+)", re.I)
+_LOGIN_REFUSED = "authorization violation"
+_URL_USERINFO = re.compile(r"//([^/@,]*)@")
 
 
 class _Stoppable(Protocol):
@@ -46,13 +59,22 @@ class Published:
 class Bus:
     """A connection to NATS with JetStream, the run store and the workers bound to it."""
 
-    def __init__(self, nc: Client, *, publish_timeout: float = 5.0) -> None:
+    def __init__(
+        self, nc: Client, *, publish_timeout: float = 5.0, user: str | None = None
+    ) -> None:
         self.nc = nc
         self.js: JetStreamContext = nc.jetstream(timeout=publish_timeout)
         self.runs = RunStore(self.js)
+        self.user = user
         self._publish_timeout = publish_timeout
         self._workers: set[_Stoppable] = set()
+        self._refusals: dict[str, set[asyncio.Future[None]]] = {}
         self._closing = False
+
+    @property
+    def server_requires_auth(self) -> bool:
+        """Whether the server asked this client to log in (False: it takes anyone)."""
+        return bool(self.nc._server_info.get("auth_required"))
 
     async def publish(self, event: Event) -> Published:
         """Store `event` on `event.subject`, deduplicated by `event.event_id`.
@@ -68,16 +90,50 @@ class Bus:
         """Store raw bytes on `subject` through JetStream and wait for the acknowledgement.
 
         Raises `MessageTooLarge`, sending nothing, for a body over `MAX_MESSAGE_BYTES` or a
-        message over the server's max payload (which would make the server drop us).
+        message over the server's max payload (which would make the server drop us), and
+        `PermissionDenied` as soon as the server reports that this client may not publish
+        on `subject` (instead of waiting out the acknowledgement timeout).
         """
         self._check_size(subject, data, headers)
-        try:
-            ack = await self.js.publish(
+        refusal: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._refusals.setdefault(subject, set()).add(refusal)
+        stored = asyncio.ensure_future(
+            self.js.publish(
                 subject, data, timeout=self._publish_timeout, headers=dict(headers or {})
             )
+        )
+        try:
+            either: set[asyncio.Future[Any]] = {stored, refusal}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if refusal.done() and not stored.done():
+                raise PermissionDenied(
+                    f"publish to {subject!r} refused: bus user {self.user!r} "
+                    "may not publish on that subject"
+                )
+            ack = stored.result()
         except (nats.errors.Error, TimeoutError) as err:
             raise PublishError(f"publish to {subject!r} was not acknowledged: {err!r}") from err
+        finally:
+            self._forget_refusal(subject, refusal)
+            if not stored.done():
+                stored.cancel()
+                await asyncio.gather(stored, return_exceptions=True)
         return Published(stream=ack.stream, seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    def _forget_refusal(self, subject: str, refusal: asyncio.Future[None]) -> None:
+        waiting = self._refusals.get(subject)
+        if waiting is not None:
+            waiting.discard(refusal)
+            if not waiting:
+                del self._refusals[subject]
+
+    def _refused(self, subject: str) -> None:
+        for waiting, refusals in self._refusals.items():
+            if waiting.lower() != subject.lower():
+                continue
+            for refusal in refusals:
+                if not refusal.done():
+                    refusal.set_result(None)
 
     def _check_size(self, subject: str, data: bytes, headers: Mapping[str, str] | None) -> None:
         if len(data) > MAX_MESSAGE_BYTES:
@@ -176,27 +232,43 @@ async def _quietly_unsubscribe(sub: Subscription) -> None:
         await sub.unsubscribe()
 
 
+def redact_url(url: str) -> str:
+    """`url` fit for logs and errors: a password (`nats://u:p@h`) or token (`nats://t@h`)
+    embedded in it is masked."""
+
+    def mask(found: re.Match[str]) -> str:
+        user, colon, _ = found.group(1).partition(":")
+        return f"//{user}:***@" if colon else "//***@"
+
+    return _URL_USERINFO.sub(mask, url)
+
+
 async def connect(
     url: str,
     *,
     name: str,
+    credential: Credential | None = None,
     connect_timeout: float = 10.0,
     reconnect_time_wait: float = 0.5,
 ) -> Bus:
     """Connect to NATS at `url` as client `name` and return a `Bus`.
 
-    Once connected the client reconnects forever; the first connection must
-    succeed within `connect_timeout` seconds or `ConnectError` is raised.
+    With `credential` the client logs in as its user (and uses that user's reply-inbox
+    prefix, the only inboxes its permissions let it read). Once connected the client
+    reconnects forever; the first connection must succeed within `connect_timeout`
+    seconds or `ConnectError` is raised (also when the server refuses the credential).
     """
     nc = Client()
     holder: list[Bus] = []
+    user = credential.user if credential is not None else None
+    shown = redact_url(url)
 
     async def on_disconnected() -> None:
         if not (holder and holder[0]._closing):
-            log.warning("nats disconnected", client=name, url=url)
+            log.warning("nats disconnected", client=name, url=shown)
 
     async def on_reconnected() -> None:
-        log.info("nats reconnected", client=name, url=url)
+        log.info("nats reconnected", client=name, url=shown)
         if holder:
             holder[0]._wake_workers()
 
@@ -205,27 +277,57 @@ async def connect(
         if holder:
             holder[0]._wake_workers()  # their loops see the closed connection and end
 
-    async def on_error(err: Exception) -> None:
-        log.debug("nats client error", client=name, error=repr(err))
+    login_refused = asyncio.Event()  # retrying a refused login until the deadline is pointless
 
-    try:
-        await asyncio.wait_for(
-            nc.connect(
-                url,
-                name=name,
-                max_reconnect_attempts=-1,
-                reconnect_time_wait=reconnect_time_wait,  # type: ignore[arg-type]  # float works
-                disconnected_cb=on_disconnected,
-                reconnected_cb=on_reconnected,
-                closed_cb=on_closed,
-                error_cb=on_error,
-            ),
-            timeout=connect_timeout,
+    async def on_error(err: Exception) -> None:
+        if _LOGIN_REFUSED in str(err).lower():
+            login_refused.set()
+            if holder:  # a reconnect refused: the server's users changed under us
+                log.warning("nats refused the login", client=name, user=user, url=shown)
+            return
+        violation = _VIOLATION.search(str(err))
+        if violation is None:
+            log.debug("nats client error", client=name, error=repr(err))
+            return
+        kind, subject = violation.groups()
+        log.warning("nats permission violation", client=name, user=user, kind=kind, subject=subject)
+        if holder and kind.lower() == "publish":
+            holder[0]._refused(subject)
+
+    attempt = asyncio.ensure_future(
+        nc.connect(
+            url,
+            name=name,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=reconnect_time_wait,  # type: ignore[arg-type]  # float works
+            disconnected_cb=on_disconnected,
+            reconnected_cb=on_reconnected,
+            closed_cb=on_closed,
+            error_cb=on_error,
+            user=user,
+            password=credential.password if credential is not None else None,
+            inbox_prefix=credential.inbox_prefix if credential is not None else "_INBOX",
         )
+    )
+    refused = asyncio.ensure_future(login_refused.wait())
+    try:
+        either: set[asyncio.Future[Any]] = {attempt, refused}
+        await asyncio.wait(either, timeout=connect_timeout, return_when=asyncio.FIRST_COMPLETED)
+        if not attempt.done():
+            raise TimeoutError
+        attempt.result()
     except (TimeoutError, OSError, nats.errors.Error) as err:
+        attempt.cancel()
+        await asyncio.gather(attempt, return_exceptions=True)
         await nc.close()
-        raise ConnectError(f"cannot connect to NATS at {url} within {connect_timeout}s") from err
-    bus = Bus(nc)
+        who = "without a credential" if user is None else f"as bus user {user!r}"
+        why = "refused the login" if login_refused.is_set() else f"not reachable ({err!r})"
+        raise ConnectError(
+            f"cannot connect to NATS at {shown} {who} within {connect_timeout}s: {why}"
+        ) from err
+    finally:
+        refused.cancel()
+    bus = Bus(nc, user=user)
     holder.append(bus)
-    log.info("nats connected", client=name, url=url)
+    log.info("nats connected", client=name, user=user, url=shown)
     return bus

@@ -9,8 +9,10 @@ __all__ = [
     "BusError",
     "CasConflict",
     "ConnectError",
+    "CredentialError",
     "MessageTooLarge",
     "NatsServerError",
+    "PermissionDenied",
     "PublishError",
     "ReplyTimeout",
     "RunStoreError",
@@ -25,12 +27,20 @@ class ConnectError(BusError):
     """The NATS server could not be reached within the connect deadline."""
 
 
+class CredentialError(BusError):
+    """A bus credential file is missing, unreadable or names the wrong user."""
+
+
 class BootstrapError(BusError):
     """The stream, the KV bucket or a durable consumer could not be created or updated."""
 
 
 class PublishError(BusError):
     """JetStream did not acknowledge a publish (no stream, timeout, or an API error)."""
+
+
+class PermissionDenied(PublishError):
+    """The server refused a publish: this client's credential may not publish on the subject."""
 
 
 class MessageTooLarge(PublishError):

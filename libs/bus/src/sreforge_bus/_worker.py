@@ -14,7 +14,7 @@ import nats.errors
 import nats.js.errors
 import structlog
 from nats.aio.msg import Msg
-from sreforge_contracts import MAX_MESSAGE_BYTES, RUN_ID_PATTERN
+from sreforge_contracts import MAX_MESSAGE_BYTES, RUN_ID_PATTERN, Event
 
 from sreforge_bus._bootstrap import ConsumerSpec
 from sreforge_bus._connection import Bus, wire_size
@@ -34,9 +34,10 @@ from sreforge_bus._names import (
 )
 from sreforge_bus._pull import PullFeed
 
-__all__ = ["Delivery", "Handler", "Worker", "run_of_subject"]
+__all__ = ["Delivery", "Handler", "Worker", "misplaced", "run_of_subject"]
 
 T = TypeVar("T")
+_EVENT_SUBJECT = re.compile(r"^sreforge\.(run\.[^.]+\.[^.]+|trigger\.[^.]+)$")
 log = structlog.get_logger("sreforge.bus.worker")
 
 _MAX_ERROR_CHARS = 400
@@ -219,6 +220,9 @@ class Worker(Generic[T]):
         except Exception as err:
             await self._dead_letter(msg, delivery, f"unparsable message: {err}")
             return
+        if (wrong := misplaced(value, msg.subject)) is not None:
+            await self._dead_letter(msg, delivery, wrong)
+            return
         keepalive = asyncio.create_task(self._keep_alive(msg))
         try:
             await self._handler(value, delivery)
@@ -303,6 +307,24 @@ class Worker(Generic[T]):
         if run_id is not None:
             headers[HEADER_DEADLETTER_RUN_ID] = run_id
         return headers
+
+
+def misplaced(value: object, subject: str) -> str | None:
+    """Why an event does not belong on the run or trigger `subject` it came on, else None.
+
+    Subject permissions say who may publish on `sreforge.run.*.Scored`; they say nothing
+    about the body. A body whose own type or run names another subject (a `Scored` sent
+    on the runner's `Submitted` subject) would slip past them, so it is refused here.
+    """
+    if not isinstance(value, Event) or not _EVENT_SUBJECT.match(subject):
+        return None
+    try:
+        expected = value.subject
+    except NotImplementedError:
+        return f"event {value.type} has no subject of its own but came on {subject!r}"
+    if expected == subject:
+        return None
+    return f"event {value.type} belongs on {expected!r}, not on {subject!r}"
 
 
 def run_of_subject(subject: str) -> str | None:

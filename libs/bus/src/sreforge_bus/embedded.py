@@ -51,8 +51,14 @@ def find_nats_server() -> Path:
 class NatsServer:
     """A running `nats-server` child process; use as a (sync or async) context manager."""
 
-    def __init__(self, store_dir: Path | None = None, port: int | None = None) -> None:
+    def __init__(
+        self,
+        store_dir: Path | None = None,
+        port: int | None = None,
+        config_file: Path | None = None,
+    ) -> None:
         self._binary = find_nats_server()
+        self.config_file = config_file
         self._work_dir = Path(tempfile.mkdtemp(prefix="sreforge-nats-"))
         self.store_dir = store_dir if store_dir is not None else self._work_dir / "store"
         self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -69,6 +75,8 @@ class NatsServer:
         """Start the process and wait until it accepts connections."""
         args = [str(self._binary), "-js", "-a", "127.0.0.1", "-p", str(self.port or -1)]
         args += ["-sd", str(self.store_dir), "-n", "sreforge-embedded"]
+        if self.config_file is not None:
+            args += ["-c", str(self.config_file)]
         offset = self.log_file.stat().st_size if self.log_file.exists() else 0
         with self.log_file.open("ab") as log:
             self._proc = subprocess.Popen(
@@ -153,13 +161,17 @@ def _accepts(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def start_nats_server(store_dir: Path | None = None, port: int | None = None) -> NatsServer:
+def start_nats_server(
+    store_dir: Path | None = None, port: int | None = None, config_file: Path | None = None
+) -> NatsServer:
     """Start a JetStream `nats-server` on 127.0.0.1 and return it once it is ready.
 
     Without `port` the server picks a free one; without `store_dir` a temporary
-    directory is used and deleted when the server is closed.
+    directory is used and deleted when the server is closed. `config_file` (e.g. the
+    `server.conf` of `ensure_credentials`) adds its users and permissions; without it
+    the server takes anyone.
     """
-    server = NatsServer(store_dir=store_dir, port=port)
+    server = NatsServer(store_dir=store_dir, port=port, config_file=config_file)
     try:
         return server.start()
     except BaseException:

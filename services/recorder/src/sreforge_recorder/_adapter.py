@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Sequence
 
 import structlog
-from sreforge_bus import ConsumerSpec, Context, Route, Service, follow
+from sreforge_bus import ConsumerSpec, Context, Route, Service, misplaced, read_stored
 from sreforge_contracts import (
     RUN_EVENTS_SUBJECTS,
     AgentTranscript,
@@ -164,15 +164,18 @@ class Recorder:
             return
 
         async def read() -> None:
-            stored = follow(context.bus, run_events_filter(folder.run_id))
-            async with contextlib.aclosing(stored):  # unsubscribe now, not at garbage collection
+            stored = read_stored(context.bus, run_events_filter(folder.run_id), upto=upto)
+            async with contextlib.aclosing(stored):  # end the read now, not at garbage collection
                 async for message in stored:
                     try:
                         event = parse_event(message.data)
                     except ContractError as error:
                         context.log.warning("unparsable run event skipped", error=str(error))
                     else:
-                        folder.add_event(LoggedEvent(message.seq, message.subject, event))
+                        if (wrong := misplaced(event, message.subject)) is not None:
+                            context.log.warning("misplaced run event skipped", error=wrong)
+                        else:
+                            folder.add_event(LoggedEvent(message.seq, message.subject, event))
                     if message.seq >= upto:
                         return
 

@@ -17,6 +17,7 @@ from .conftest import (
     app_repo,
     histogram_buckets,
     quantile,
+    seed_library,
     start_app,
     start_bookmeta,
     start_loadgen,
@@ -88,10 +89,11 @@ def test_fault_breaks_the_objective_and_the_fix_restores_it(
 ) -> None:
     """Under the scenario's storm (20 rps) the faulted app's p99 is far above 0.3 s while the
     load generator holds its rate regardless; the fixed build, warmed, stays far below."""
-    bookmeta = start_bookmeta(launch)
-    faulted = start_app(launch, app_repo(tmp_path / "faulted", faulted=True),
-                        tmp_path / "faulted.db", bookmeta)  # fmt: skip
-    storm = start_loadgen(launch, faulted, 20, "--profile", "search-storm", "--window-seconds", "5")
+    library = seed_library(tmp_path / "faulted.db")
+    bookmeta = start_bookmeta(launch, library=library)
+    faulted = start_app(launch, app_repo(tmp_path / "faulted", faulted=True), library, bookmeta)
+    storm = start_loadgen(launch, faulted, 20, "--profile", "search-storm", "--window-seconds",
+                          "5", truth_db=library)  # fmt: skip
     time.sleep(3)  # let the slow requests pile up to steady state
     p99_faulted = _p99_under_load(faulted, 6)
     achieved = _metric(storm, "loadgen_achieved_rps")
@@ -102,9 +104,11 @@ def test_fault_breaks_the_objective_and_the_fix_restores_it(
     storm.stop()
     fixed = start_app(launch, app_repo(tmp_path / "fixed", faulted=True, patch=FIX_PATCH),
                       tmp_path / "fixed.db", bookmeta)  # fmt: skip
-    storm = start_loadgen(launch, fixed, 20, "--profile", "search-storm", "--paused")
+    storm = start_loadgen(launch, fixed, 20, "--profile", "search-storm", "--paused",
+                          truth_db=tmp_path / "fixed.db")  # fmt: skip
     warmup = httpx.post(f"{storm.url}/warmup", timeout=30).json()
-    assert warmup["requests"] == warmup["ok"] == 8
+    assert warmup["requests"] == warmup["ok"] == 48
+    assert warmup["seconds"] < 10, f"warm-up took {warmup['seconds']}s"
     httpx.post(f"{storm.url}/resume", timeout=5).raise_for_status()
     p99_fixed = _p99_under_load(fixed, 6)
     assert p99_fixed < 0.1, f"fixed p99 {p99_fixed:.3f}s"

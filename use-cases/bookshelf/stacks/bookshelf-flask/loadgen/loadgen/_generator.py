@@ -40,6 +40,7 @@ class LoadGenerator:
         timeout_seconds: float = 10.0,
         window_seconds: float = 10.0,
         paused: bool = False,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if rate <= 0:
             raise ValueError(f"rate must be positive, got {rate}")
@@ -56,6 +57,7 @@ class LoadGenerator:
             base_url=target,
             timeout=timeout_seconds,
             limits=httpx.Limits(max_connections=2000, max_keepalive_connections=200),
+            transport=transport,
         )
         self._inflight: set[asyncio.Task[None]] = set()
         self._running = asyncio.Event()

@@ -24,6 +24,8 @@ class Profile:
     request: Callable[[int], Request]
     working_set: tuple[Request, ...]
     check: AnswerCheck | None = None
+    searches: SearchSet | None = None
+    """The search working set and its truth, for profiles that search."""
 
 
 def _listing(n: int) -> Request:
@@ -51,7 +53,7 @@ def search_storm(searches: SearchSet) -> Profile:
         return searches.truth.judge(sent[1]["q"], body)
 
     warm = tuple(("/search", {"q": q}) for q in searches.warm)
-    return Profile("search-storm", request, warm, check)
+    return Profile("search-storm", request, warm, check, searches)
 
 
 def profile_named(name: str, truth_db: Path | None = None, seed: int = DEFAULT_SEED) -> Profile:

@@ -4,6 +4,9 @@ scenario's physics (the fault breaks the latency objective under load, the fix r
 from __future__ import annotations
 
 import asyncio
+import importlib
+import json
+import sys
 import time
 from pathlib import Path
 
@@ -12,6 +15,7 @@ import pytest
 
 from .conftest import (
     FIX_PATCH,
+    STACK,
     Component,
     Launcher,
     app_repo,
@@ -134,3 +138,34 @@ def test_loadgen_pause_resume_and_clean_exit(launch: Launcher, tmp_path: Path) -
     assert load.stop() == 0
     assert app.stop() == 0
     assert bookmeta.stop() == 0
+
+
+@pytest.mark.timeout(120)
+def test_the_truth_is_what_the_real_app_answers(launch: Launcher, tmp_path: Path) -> None:
+    """The healthy app over real bookmeta (with the library, no latency) answers every
+    query of the working set exactly as the load's truth expects: same books in the same
+    order, same fields, same editions. The truth is restated, not imported, so this is
+    what keeps the two in step."""
+    library = seed_library(tmp_path / "app.db")
+    bookmeta = start_bookmeta(launch, "--latency-seconds", "0", "--jitter-seconds", "0",
+                              library=library)  # fmt: skip
+    app = start_app(launch, app_repo(tmp_path / "app"), library, bookmeta)
+    load = start_loadgen(launch, app, 1, "--profile", "search-storm", "--paused",
+                         truth_db=library)  # fmt: skip
+    sys.path.insert(0, str(STACK / "loadgen"))
+    try:
+        loadgen = importlib.import_module("loadgen")
+    finally:
+        sys.path.remove(str(STACK / "loadgen"))
+    storm = loadgen.profile_named("search-storm", library, 1)
+    searches = storm.searches
+    with httpx.Client(base_url=app.url, timeout=10) as client:
+        for query in [*searches.warm, *searches.queries]:
+            body = client.get("/search", params={"q": query}).content
+            assert searches.truth.judge(query, body) == "ok", (query, body[:300])
+            hits = json.loads(body)["results"]
+            assert [h["id"] for h in hits] == [e.row["id"] for e in searches.truth.expected(query)]
+    warmup = httpx.post(f"{load.url}/warmup", timeout=30).json()
+    assert warmup["requests"] == warmup["ok"] == len(searches.warm)
+    checked = _metric(load, 'loadgen_responses_checked_total{result="ok"}')
+    assert checked == len(searches.warm)

@@ -174,8 +174,8 @@ def test_cut_upstream_timeout_fails_service_held_and_the_fix_passes(
     """Both builds under the scenario's storm (20 searches/s), graded with the scenario's
     declared minimum: the fix answers completely and passes; the faulted build with its
     upstream timeout cut to 0.05 s (the `cut-upstream-timeout` negative) answers fast
-    (p99 near the 0.3 s objective, <= 5 x 0.05 s per search) but with null metadata,
-    so the load generator counts its answers degraded and the run fails. Graded without
+    (p99 under the 0.3 s objective: <= 2 lookups of 0.05 s per search) but with null
+    metadata, so the load generator counts its answers degraded and the run fails. Graded without
     the gate, the same cut build passes: the gap the gate closes."""
     manifest = find_manifest(USE_CASE.parent, "latency-cache-stampede")
     minimum = manifest.verify.service_min_ok_ratio
@@ -237,9 +237,7 @@ def test_cut_upstream_timeout_fails_service_held_and_the_fix_passes(
     assert cut_p99, "the cut build's SLI was sampled"
     assert manifest.expected is not None
     objective = manifest.expected.p99_threshold_seconds
-    # Searches find up to 5 books and the cut build gives up on each after 0.05 s, so its
-    # p99 sits near the objective (0.3-0.45 s measured), far from the fault's ~4 s.
-    assert statistics.median(cut_p99) < 3 * objective, f"the cut build is fast: p99 {cut_p99}"
+    assert statistics.median(cut_p99) < objective, f"the cut build is fast: p99 {cut_p99}"
     assert _checked(builds[1].load, "degraded") > 0
     assert _checked(builds[1].load, "failed") == 0, "degraded answers are 2xx, not errors"
     assert _checked(builds[0].load, "degraded") == 0

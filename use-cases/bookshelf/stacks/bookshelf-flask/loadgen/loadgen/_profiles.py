@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ._checks import AnswerCheck, Request
 from ._searches import SearchSet, build_search_set
-from ._truth import Verdict, catalogue_editions, open_library
+from ._truth import SEARCH_LIMIT, Verdict, catalogue_editions, open_library
 
 _LISTING_PAGES = 20
 _LIBRARY_SIZE = 20_000
@@ -47,12 +47,12 @@ def search_storm(searches: SearchSet) -> Profile:
     """Searches drawn from `searches`, each answer judged against its truth."""
 
     def request(n: int) -> Request:
-        return "/search", {"q": searches.query(n)}
+        return "/search", {"q": searches.query(n), "limit": str(SEARCH_LIMIT)}
 
     def check(sent: Request, body: bytes) -> Verdict:
         return searches.truth.judge(sent[1]["q"], body)
 
-    warm = tuple(("/search", {"q": q}) for q in searches.warm)
+    warm = tuple(("/search", {"q": q, "limit": str(SEARCH_LIMIT)}) for q in searches.warm)
     return Profile("search-storm", request, warm, check, searches)
 
 

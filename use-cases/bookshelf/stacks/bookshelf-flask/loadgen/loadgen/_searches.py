@@ -13,13 +13,15 @@ title its j-th query has weight j^-1 (a few spellings dominate). The query-level
 distribution is therefore heavily skewed while every title stays in demand.
 
 The arithmetic that makes a working cache hold the objective (p99 < 0.3 s):
-- a search whose books are not all cached waits 1.2 s per missing book on the metadata
-  service, so p99 < 0.3 s needs < 1 % such searches in every alert window. At time
+- a search (limit 2, `SEARCH_LIMIT`) whose books are not all cached waits 1.2 s per
+  missing book on the metadata service, so p99 < 0.3 s needs < 1 % such searches in
+  every alert window. At time
   scale 0.1 the rule window is 3 s (60 searches at 20/s): one cold search in it already
   reads as p99 ~7 s. So the budget for cold searches after warm-up is zero, not 1 %.
-- warm-up sends one search per title (48 at once, <= 5 books each): every book any query
-  can return is then cached. On a cold build that is <= 5 x 1.3 s ~ 6.5 s of wall time
-  (48 searches fit the API's 64 threads at once), on the faulted build too.
+- warm-up sends one search per title (48 at once, <= 2 books each): every book any query
+  can return is then cached (78 books for seed 1). On a cold build that is <= 2 x 1.3 s
+  ~ 2.6 s of wall time (48 searches fit the API's 64 threads at once), on the faulted
+  build too.
 - an entry stays usable for 2 TTL and is refreshed in the background when read in its
   second TTL, so a book stays cached while it is read at least once per TTL. The least
   popular title is ~1.4 % of searches: at 20/s that is 8.5 reads per 30 s TTL (scale

@@ -296,3 +296,44 @@ async def test_client_latency_counts_slow_answers_and_errors_but_not_warm_up(
     assert slow == pytest.approx(total / 5 * 6 / 7, abs=3)
     assert errors == pytest.approx(total / 7, abs=3)
     assert registry.get_sample_value("loadgen_requests_total", {"status": "error"}) >= errors
+
+
+@pytest.mark.timeout(30)
+async def test_answers_to_requests_from_before_a_pause_are_not_client_latency(
+    loadgen: ModuleType, storm: Any
+) -> None:
+    """Slow answers still in flight at a pause (the old build's drain) are counted in
+    `loadgen_requests_total` but kept out of the latency histogram and the p99 window."""
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(0.6)
+        return httpx.Response(200, json=true_answer(storm, request.url.params["q"]))
+
+    generator = loadgen.LoadGenerator(
+        "http://bookshelf.test", 50, storm, paused=True, transport=httpx.MockTransport(answer)
+    )
+    registry = generator.metrics.registry
+    arrivals = asyncio.create_task(generator.run())
+    generator.resume()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+
+    def inflight() -> float:
+        return registry.get_sample_value("loadgen_inflight") or 0.0
+
+    while _bucket(registry, "+Inf") < 5 or inflight() < 10:
+        assert loop.time() < deadline, "no slow answers in flight"
+        await asyncio.sleep(0.02)
+    generator.pause()
+    observed = _bucket(registry, "+Inf")
+    in_flight = inflight()
+    while inflight():
+        assert loop.time() < deadline, "in-flight answers did not complete"
+        await asyncio.sleep(0.02)
+    completed = registry.get_sample_value("loadgen_requests_total", {"status": "200"})
+    assert completed is not None
+    assert completed >= observed + in_flight
+    assert _bucket(registry, "+Inf") == observed, "drained answers are not client latency"
+    assert math.isnan(registry.get_sample_value("loadgen_client_p99_seconds") or 0.0)
+    await generator.stop()
+    arrivals.cancel()

@@ -137,18 +137,34 @@ def launch(tmp_path: Path) -> Iterator[Launcher]:
         component.stop()
 
 
-def start_bookmeta(launch: Launcher, *extra: str) -> Component:
-    """bookmeta as the stack runs it (cwd upstream/), with extra CLI flags."""
+def seed_library(db_path: Path, workspace: Path = APP) -> Path:
+    """`db_path` filled by the app's seed (deterministic: every seeding is the same library)."""
+    if not db_path.exists():
+        seed = [PYTHON, "-m", "bookshelf.seed", "--db", str(db_path), "--books", "20000"]
+        subprocess.run(seed, cwd=workspace, check=True, capture_output=True)
+    return db_path
+
+
+@pytest.fixture(scope="session")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One seeded library (20,000 books) shared by the tests that only read it."""
+    return seed_library(tmp_path_factory.mktemp("library") / "bookshelf.db")
+
+
+def start_bookmeta(launch: Launcher, *extra: str, library: Path | None = None) -> Component:
+    """bookmeta as the stack runs it (cwd upstream/), with extra CLI flags; with `library`,
+    an edition for every book in it (`--library`, as stack.toml passes the run's DB)."""
     argv = [PYTHON, "-m", "bookmeta", "--host", "127.0.0.1", "--port", "{port}", *extra]
+    if library is not None:
+        argv += ["--library", str(library)]
     return launch("bookmeta", argv, STACK / "upstream")
 
 
 def start_app(
     launch: Launcher, workspace: Path, db_path: Path, upstream: Component, ttl_seconds: float = 300
 ) -> Component:
-    """The API from `workspace` under gunicorn, after seeding `db_path`."""
-    seed = [PYTHON, "-m", "bookshelf.seed", "--db", str(db_path), "--books", "20000"]
-    subprocess.run(seed, cwd=workspace, check=True, capture_output=True)
+    """The API from `workspace` under gunicorn, after seeding `db_path` (unless seeded)."""
+    seed_library(db_path, workspace)
     port = free_port()
     env = {
         "BOOKSHELF_PORT": str(port),
@@ -160,8 +176,11 @@ def start_app(
     return launch("bookshelf-api", argv, workspace, env, port)
 
 
-def start_loadgen(launch: Launcher, target: Component, rate: float, *extra: str) -> Component:
-    """The load generator against `target`."""
+def start_loadgen(
+    launch: Launcher, target: Component, rate: float, *extra: str, truth_db: Path | None = None
+) -> Component:
+    """The load generator against `target`; `truth_db` is the library its answers are
+    checked against (`--truth-db`, required by search-storm)."""
     argv = [
         PYTHON,
         "-m",
@@ -174,6 +193,8 @@ def start_loadgen(launch: Launcher, target: Component, rate: float, *extra: str)
         "{port}",
         *extra,
     ]
+    if truth_db is not None:
+        argv += ["--truth-db", str(truth_db)]
     return launch("loadgen", argv, STACK / "loadgen")
 
 

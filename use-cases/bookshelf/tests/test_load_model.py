@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import sqlite3
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -61,14 +64,72 @@ def test_paused_window_reads_zero(products: tuple[ModuleType, ModuleType]) -> No
     assert window.rate() == 0
 
 
-def test_search_storm_cycles_a_fixed_working_set(products: tuple[ModuleType, ModuleType]) -> None:
-    """The storm repeats the same 8 queries, which is what a working cache absorbs."""
+def _draws(storm: Any, count: int) -> list[str]:
+    return [storm.request(n)[1]["q"] for n in range(count)]
+
+
+def test_working_set_is_broad_seeded_and_skewed(
+    products: tuple[ModuleType, ModuleType], library: Path
+) -> None:
+    """Over 1,000 distinct queries from the library's titles and title prefixes, the
+    classics among them; the same draws for the same seed, other draws for another; a few
+    queries carry much of the load (Zipf-like), none is absent for long."""
     loadgen, _ = products
-    storm = loadgen.profile_named("search-storm")
-    queries = [storm.request(n)[1]["q"] for n in range(32)]
-    assert len(set(queries)) == 8
-    assert queries[:8] == queries[8:16]
-    assert list(storm.working_set) == [storm.request(n) for n in range(8)]
+    storm = loadgen.profile_named("search-storm", library, 1)
+    searches = storm.searches
+    assert len(set(searches.queries)) == len(searches.queries) >= 1000
+    titles = {q.lower() for q in searches.warm}
+    classics = {"dune", "the hobbit", "neuromancer", "foundation", "hyperion", "dracula",
+                "mistborn", "sapiens", "middlemarch", "moby-dick"}  # fmt: skip
+    assert classics <= titles
+    assert all(any(t.startswith(q.lower()) for t in titles) for q in searches.queries)
+    again = loadgen.profile_named("search-storm", library, 1)
+    other = loadgen.profile_named("search-storm", library, 2)
+    draws = _draws(storm, 3000)
+    assert draws == _draws(again, 3000)
+    assert draws != _draws(other, 3000)
+    assert set(searches.queries) != set(other.searches.queries)
+    shares = sorted((searches.share(q) for q in searches.queries), reverse=True)
+    assert sum(shares[: len(shares) // 10]) > 0.3, "the top tenth carries a third"
+    assert shares[0] > 20 * shares[len(shares) // 2], "the head is far above the median"
+    assert len(set(draws)) > 500
+
+
+def test_warm_up_brings_in_every_book_the_load_asks_for(
+    products: tuple[ModuleType, ModuleType], library: Path
+) -> None:
+    """The arithmetic in `_searches.py`: after the warm-up (one search per title, <= 2 books
+    each, at most 64 at once) no query needs a book outside the cache, and every book is
+    read often enough at 20 searches/s to stay cached through a 30 s TTL (scale 0.1)."""
+    loadgen, _ = products
+    storm = loadgen.profile_named("search-storm", library, 1)
+    searches = storm.searches
+    warmed = searches.warmed_books()
+    asked = {h.isbn for q in searches.queries for h in searches.truth.expected(q)}
+    assert asked == warmed
+    assert len(storm.working_set) <= 64
+    assert {params["limit"] for _, params in storm.working_set} == {"2"}
+    assert {storm.request(n)[1]["limit"] for n in range(500)} == {"2"}
+    assert max(len(searches.truth.expected(q)) for q in searches.warm) <= 2
+    per_search = sum(searches.share(q) * len(searches.truth.expected(q)) for q in searches.queries)
+    assert 20 * per_search * 1.3 < 64 * 0.75, "a cacheless build keeps threads to spare"
+    least = min(searches.book_share(isbn) for isbn in warmed)
+    assert 20 * least * 30 >= 8, f"least-read book: {least:.4f} of searches"
+
+
+def test_search_storm_needs_the_library(
+    products: tuple[ModuleType, ModuleType], tmp_path: Path
+) -> None:
+    """Without `--truth-db`, or with a file that is no library, the storm refuses to start
+    and names the flag and the file."""
+    loadgen, _ = products
+    with pytest.raises(ValueError, match="--truth-db"):
+        loadgen.profile_named("search-storm")
+    with pytest.raises(loadgen.TruthError, match="no such file"):
+        loadgen.profile_named("search-storm", tmp_path / "missing.db")
+    (tmp_path / "junk.db").write_text("not a database")
+    with pytest.raises(loadgen.TruthError, match=r"junk\.db"):
+        loadgen.profile_named("search-storm", tmp_path / "junk.db")
 
 
 def test_listing_mix_is_mostly_uncached_reads(products: tuple[ModuleType, ModuleType]) -> None:
@@ -105,3 +166,32 @@ def test_catalogue_isbns_are_valid_isbn13(products: tuple[ModuleType, ModuleType
         digits = [int(d) for d in isbn]
         assert len(digits) == 13
         assert sum(d * (1 if i % 2 == 0 else 3) for i, d in enumerate(digits)) % 10 == 0
+
+
+def test_every_seeded_book_has_a_deterministic_edition(
+    products: tuple[ModuleType, ModuleType], library: Path
+) -> None:
+    """With the library, bookmeta knows every seeded ISBN: the curated editions as written,
+    the others derived from the ISBN alone (same edition on every load); unknown ISBNs
+    stay unknown, and without a library only the curated editions exist."""
+    _, bookmeta = products
+    catalogue = bookmeta.load_catalogue(library)
+    again = bookmeta.load_catalogue(library)
+    with sqlite3.connect(library) as conn:
+        books = conn.execute("SELECT isbn, title, author FROM books ORDER BY id").fetchall()
+    assert len(books) == 20_000
+    assert len(catalogue) == 20_006, "every seeded book, plus 6 curated ones not in it"
+    assert catalogue.get("9780591541281") == bookmeta.CATALOGUE["9780591541281"]
+    editions = [catalogue.get(isbn) for isbn, _, _ in books[18:400]]
+    assert editions == [again.get(isbn) for isbn, _, _ in books[18:400]]
+    for edition, (isbn, title, author) in zip(editions, books[18:400], strict=True):
+        assert edition is not None
+        assert (edition.isbn, edition.title, edition.authors) == (isbn, title, (author,))
+        assert edition.publisher
+        assert edition.subjects
+        assert 90 <= edition.pages <= 900
+        assert 1950 <= edition.first_published <= 2024
+    assert len({e.publisher for e in editions}) > 5
+    assert len({e.pages for e in editions}) > 100
+    assert catalogue.get("9781234567897") is None
+    assert bookmeta.load_catalogue(None).get(books[500][0]) is None

@@ -4,6 +4,9 @@ scenario's physics (the fault breaks the latency objective under load, the fix r
 from __future__ import annotations
 
 import asyncio
+import importlib
+import json
+import sys
 import time
 from pathlib import Path
 
@@ -12,11 +15,13 @@ import pytest
 
 from .conftest import (
     FIX_PATCH,
+    STACK,
     Component,
     Launcher,
     app_repo,
     histogram_buckets,
     quantile,
+    seed_library,
     start_app,
     start_bookmeta,
     start_loadgen,
@@ -88,10 +93,11 @@ def test_fault_breaks_the_objective_and_the_fix_restores_it(
 ) -> None:
     """Under the scenario's storm (20 rps) the faulted app's p99 is far above 0.3 s while the
     load generator holds its rate regardless; the fixed build, warmed, stays far below."""
-    bookmeta = start_bookmeta(launch)
-    faulted = start_app(launch, app_repo(tmp_path / "faulted", faulted=True),
-                        tmp_path / "faulted.db", bookmeta)  # fmt: skip
-    storm = start_loadgen(launch, faulted, 20, "--profile", "search-storm", "--window-seconds", "5")
+    library = seed_library(tmp_path / "faulted.db")
+    bookmeta = start_bookmeta(launch, library=library)
+    faulted = start_app(launch, app_repo(tmp_path / "faulted", faulted=True), library, bookmeta)
+    storm = start_loadgen(launch, faulted, 20, "--profile", "search-storm", "--window-seconds",
+                          "5", truth_db=library)  # fmt: skip
     time.sleep(3)  # let the slow requests pile up to steady state
     p99_faulted = _p99_under_load(faulted, 6)
     achieved = _metric(storm, "loadgen_achieved_rps")
@@ -102,9 +108,11 @@ def test_fault_breaks_the_objective_and_the_fix_restores_it(
     storm.stop()
     fixed = start_app(launch, app_repo(tmp_path / "fixed", faulted=True, patch=FIX_PATCH),
                       tmp_path / "fixed.db", bookmeta)  # fmt: skip
-    storm = start_loadgen(launch, fixed, 20, "--profile", "search-storm", "--paused")
+    storm = start_loadgen(launch, fixed, 20, "--profile", "search-storm", "--paused",
+                          truth_db=tmp_path / "fixed.db")  # fmt: skip
     warmup = httpx.post(f"{storm.url}/warmup", timeout=30).json()
-    assert warmup["requests"] == warmup["ok"] == 8
+    assert warmup["requests"] == warmup["ok"] == 48
+    assert warmup["seconds"] < 10, f"warm-up took {warmup['seconds']}s"
     httpx.post(f"{storm.url}/resume", timeout=5).raise_for_status()
     p99_fixed = _p99_under_load(fixed, 6)
     assert p99_fixed < 0.1, f"fixed p99 {p99_fixed:.3f}s"
@@ -130,3 +138,34 @@ def test_loadgen_pause_resume_and_clean_exit(launch: Launcher, tmp_path: Path) -
     assert load.stop() == 0
     assert app.stop() == 0
     assert bookmeta.stop() == 0
+
+
+@pytest.mark.timeout(120)
+def test_the_truth_is_what_the_real_app_answers(launch: Launcher, tmp_path: Path) -> None:
+    """The healthy app over real bookmeta (with the library, no latency) answers every
+    query of the working set exactly as the load's truth expects: same books in the same
+    order, same fields, same editions. The truth is restated, not imported, so this is
+    what keeps the two in step."""
+    library = seed_library(tmp_path / "app.db")
+    bookmeta = start_bookmeta(launch, "--latency-seconds", "0", "--jitter-seconds", "0",
+                              library=library)  # fmt: skip
+    app = start_app(launch, app_repo(tmp_path / "app"), library, bookmeta)
+    load = start_loadgen(launch, app, 1, "--profile", "search-storm", "--paused",
+                         truth_db=library)  # fmt: skip
+    sys.path.insert(0, str(STACK / "loadgen"))
+    try:
+        loadgen = importlib.import_module("loadgen")
+    finally:
+        sys.path.remove(str(STACK / "loadgen"))
+    storm = loadgen.profile_named("search-storm", library, 1)
+    searches = storm.searches
+    with httpx.Client(base_url=app.url, timeout=10) as client:
+        for query in [*searches.warm, *searches.queries]:
+            body = client.get("/search", params={"q": query, "limit": "2"}).content
+            assert searches.truth.judge(query, body) == "ok", (query, body[:300])
+            hits = json.loads(body)["results"]
+            assert [h["id"] for h in hits] == [e.row["id"] for e in searches.truth.expected(query)]
+    warmup = httpx.post(f"{load.url}/warmup", timeout=30).json()
+    assert warmup["requests"] == warmup["ok"] == len(searches.warm)
+    checked = _metric(load, 'loadgen_responses_checked_total{result="ok"}')
+    assert checked == len(searches.warm)

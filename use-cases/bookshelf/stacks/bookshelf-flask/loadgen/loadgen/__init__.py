@@ -1,22 +1,40 @@
 """loadgen: an open-model (constant arrival rate) HTTP load generator."""
 
-from ._checks import OkWindow, ResponseChecks, judge, search_enriched
+from ._checks import OkWindow, ResponseChecks, judge
 from ._control import control_app
 from ._generator import LoadGenerator, WarmupReport
-from ._profiles import PROFILES, Profile, profile_named
-from ._stats import LoadMetrics, RateWindow
+from ._profiles import PROFILE_NAMES, Profile, profile_named, search_storm
+from ._searches import SearchSet, build_search_set
+from ._stats import LatencyWindow, LoadMetrics, RateWindow
+from ._truth import (
+    ExpectedHit,
+    SearchTruth,
+    TruthError,
+    catalogue_editions,
+    open_library,
+    title_search,
+)
 
 __all__ = [
-    "PROFILES",
+    "PROFILE_NAMES",
+    "ExpectedHit",
+    "LatencyWindow",
     "LoadGenerator",
     "LoadMetrics",
     "OkWindow",
     "Profile",
     "RateWindow",
     "ResponseChecks",
+    "SearchSet",
+    "SearchTruth",
+    "TruthError",
     "WarmupReport",
+    "build_search_set",
+    "catalogue_editions",
     "control_app",
     "judge",
+    "open_library",
     "profile_named",
-    "search_enriched",
+    "search_storm",
+    "title_search",
 ]

@@ -1,4 +1,4 @@
-"""Command line: `python -m loadgen --target URL --rate R --profile P --port N`."""
+"""Command line: `python -m loadgen --target URL --rate R --profile P --port N [--truth-db DB]`."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import contextlib
 import logging
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import uvicorn
 
 from ._control import control_app
 from ._generator import LoadGenerator
-from ._profiles import PROFILES, profile_named
+from ._profiles import DEFAULT_SEED, PROFILE_NAMES, profile_named
+from ._truth import TruthError
 
 log = logging.getLogger("loadgen")
 
@@ -40,20 +42,30 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="loadgen", description=__doc__)
     parser.add_argument("--target", required=True, help="base URL, e.g. http://127.0.0.1:8000")
     parser.add_argument("--rate", type=float, required=True, help="arrivals per second")
-    parser.add_argument("--profile", default="search-storm", choices=sorted(PROFILES))
+    parser.add_argument("--profile", default="search-storm", choices=PROFILE_NAMES)
     parser.add_argument("--port", type=int, required=True, help="control/metrics port")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--timeout-seconds", type=float, default=10.0)
     parser.add_argument("--window-seconds", type=float, default=10.0)
     parser.add_argument("--paused", action="store_true", help="start paused; POST /resume")
+    parser.add_argument(
+        "--truth-db", type=Path, help="the seeded library (read-only): expected answers"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help="orders and weights the working set"
+    )
     return parser.parse_args(argv)
 
 
 async def _main(args: argparse.Namespace) -> None:
+    try:
+        profile = profile_named(args.profile, args.truth_db, args.seed)
+    except (TruthError, ValueError) as error:
+        raise SystemExit(f"loadgen: {error}") from None
     generator = LoadGenerator(
         args.target,
         args.rate,
-        profile_named(args.profile),
+        profile,
         timeout_seconds=args.timeout_seconds,
         window_seconds=args.window_seconds,
         paused=args.paused,

@@ -1,14 +1,15 @@
 """Response checks: did the target still do its job, answer by answer?
 
-Each completed request is judged `ok` (a 2xx whose body passes the profile's check),
-`degraded` (a 2xx that fails it) or `failed` (any other status, a timeout, a transport
-error). The share of `ok` over a sliding window is the synthetic correctness check: a
-target that answers fast by answering less must not look healthy.
+Each completed request is judged `ok` (a 2xx that is the complete, true answer),
+`degraded` (a 2xx short of it: fewer hits, missing metadata), `wrong` (a 2xx that
+disagrees with the truth: invented or altered hits, wrong order, made-up metadata, no
+answer at all) or `failed` (any other status, a timeout, a transport error). The share
+of `ok` over a sliding window is the synthetic correctness check: a target that answers
+fast by answering less, or by answering something else, must not look healthy.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import deque
@@ -17,49 +18,25 @@ from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-Result = Literal["ok", "degraded", "failed"]
-RESULTS: tuple[Result, ...] = ("ok", "degraded", "failed")
+Result = Literal["ok", "degraded", "wrong", "failed"]
+RESULTS: tuple[Result, ...] = ("ok", "degraded", "wrong", "failed")
 
-# Whether a 2xx body is a complete answer for the profile.
-BodyCheck = Callable[[bytes], bool]
-
-
-def _any_body(_body: bytes) -> bool:
-    return True
+# (path, query parameters)
+Request = tuple[str, dict[str, str]]
+# The verdict on a 2xx body for the request that produced it.
+AnswerCheck = Callable[[Request, bytes], Literal["ok", "degraded", "wrong"]]
 
 
-def search_enriched(body: bytes) -> bool:
-    """A search answer with at least one hit, every hit carrying its own edition's metadata.
+def judge(
+    status_code: int | None, request: Request, body: bytes, check: AnswerCheck | None
+) -> Result:
+    """One answer's result; `status_code` is `None` for a timeout or transport error.
 
-    Every search-storm query names a seeded classic, so an empty result is an incomplete
-    answer too; metadata counts only when it is an object for the hit's own ISBN.
+    Without a check (profiles with no expected answers) any 2xx is ok.
     """
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        return False
-    hits = answer.get("results") if isinstance(answer, dict) else None
-    if not isinstance(hits, list) or not hits:
-        return False
-    return all(_enriched(hit) for hit in hits)
-
-
-def _enriched(hit: object) -> bool:
-    if not isinstance(hit, dict):
-        return False
-    metadata = hit.get("metadata")
-    return isinstance(metadata, dict) and metadata.get("isbn") == hit.get("isbn")
-
-
-BODY_CHECKS: dict[str, BodyCheck] = {"search-storm": search_enriched}
-"""Profiles with a content check; the others count any 2xx as ok."""
-
-
-def judge(status_code: int | None, body: bytes, check: BodyCheck) -> Result:
-    """One answer's result; `status_code` is `None` for a timeout or transport error."""
     if status_code is None or not 200 <= status_code < 300:
         return "failed"
-    return "ok" if check(body) else "degraded"
+    return "ok" if check is None else check(request, body)
 
 
 class OkWindow:
@@ -103,15 +80,16 @@ class ResponseChecks:
     def __init__(
         self,
         registry: CollectorRegistry,
-        profile_name: str,
         window_seconds: float,
+        check: AnswerCheck | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._check = BODY_CHECKS.get(profile_name, _any_body)
+        self._check = check
         self.window = OkWindow(window_seconds, clock)
         self.checked = Counter(
             "loadgen_responses_checked_total",
             "Completed requests by check result: ok, degraded (2xx, incomplete answer), "
+            "wrong (2xx that disagrees with the expected answer), "
             "failed (other status, timeout, transport error).",
             ["result"],
             registry=registry,
@@ -125,9 +103,9 @@ class ResponseChecks:
         )
         ok_ratio.set_function(self.window.ratio)
 
-    def judge(self, status_code: int | None, body: bytes) -> Result:
-        """The result of one answer under this profile's check."""
-        return judge(status_code, body, self._check)
+    def judge(self, status_code: int | None, request: Request, body: bytes) -> Result:
+        """The result of one answer to `request` under this profile's check."""
+        return judge(status_code, request, body, self._check)
 
     def record(self, result: Result, *, current: bool = True) -> None:
         """Count one judged answer; add it to the window if it is of the current period."""

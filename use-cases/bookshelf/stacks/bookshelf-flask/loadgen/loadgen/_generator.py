@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import httpx
 
-from ._checks import ResponseChecks, Result
-from ._profiles import Profile, Request
-from ._stats import LoadMetrics, RateWindow
+from ._checks import Request, ResponseChecks, Result
+from ._profiles import Profile
+from ._stats import LatencyWindow, LoadMetrics, RateWindow
 
 log = logging.getLogger("loadgen")
 # After a stall longer than this (host suspended, debugger), restart the schedule
@@ -40,22 +40,24 @@ class LoadGenerator:
         timeout_seconds: float = 10.0,
         window_seconds: float = 10.0,
         paused: bool = False,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if rate <= 0:
             raise ValueError(f"rate must be positive, got {rate}")
         self.rate = rate
         self.profile = profile
-        self.metrics = LoadMetrics(rate)
+        self.metrics = LoadMetrics(rate, LatencyWindow(window_seconds))
         self.window = RateWindow(window_seconds)
         self.metrics.achieved.set_function(self.window.rate)
         self.metrics.inflight.set_function(lambda: len(self._inflight))
-        self.checks = ResponseChecks(self.metrics.registry, profile.name, window_seconds)
+        self.checks = ResponseChecks(self.metrics.registry, window_seconds, profile.check)
         # Bumped on pause: answers to requests issued before it are the old build's.
         self._period = 0
         self._client = httpx.AsyncClient(
             base_url=target,
             timeout=timeout_seconds,
             limits=httpx.Limits(max_connections=2000, max_keepalive_connections=200),
+            transport=transport,
         )
         self._inflight: set[asyncio.Task[None]] = set()
         self._running = asyncio.Event()
@@ -77,6 +79,7 @@ class LoadGenerator:
         self.window.deactivate()
         self._period += 1
         self.checks.clear()
+        self.metrics.latency.clear()
         self.metrics.paused.set(1)
 
     def resume(self) -> None:
@@ -116,9 +119,13 @@ class LoadGenerator:
 
     async def _send(self, request: Request) -> None:
         period = self._period
+        started = time.monotonic()
         status, result = await self._exchange(request)
+        current = period == self._period
+        if current:
+            self.metrics.observe_latency(time.monotonic() - started)
         self.metrics.requests.labels(status).inc()
-        self.checks.record(result, current=period == self._period)
+        self.checks.record(result, current=current)
 
     async def _exchange(self, request: Request) -> tuple[str, Result]:
         """The answer's status label and its check result."""
@@ -126,11 +133,16 @@ class LoadGenerator:
         try:
             response = await self._client.get(path, params=params)
         except httpx.HTTPError:
-            return "error", self.checks.judge(None, b"")
-        return str(response.status_code), self.checks.judge(response.status_code, response.content)
+            return "error", self.checks.judge(None, request, b"")
+        result = self.checks.judge(response.status_code, request, response.content)
+        return str(response.status_code), result
 
     async def warmup(self) -> WarmupReport:
-        """Send the profile's working set once and wait for every answer."""
+        """Send the profile's working set once and wait for every answer.
+
+        The answers are judged and counted, but their latencies are not client latency:
+        a fresh build's first answers are slow by design.
+        """
         started = time.monotonic()
         answers = await asyncio.gather(*(self._exchange(r) for r in self.profile.working_set))
         for _, result in answers:

@@ -1,32 +1,31 @@
-"""Traffic profiles: which request the n-th arrival makes."""
+"""Traffic profiles: which request the n-th arrival makes, and how its answer is judged."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-# (path, query parameters)
-Request = tuple[str, dict[str, str]]
+from ._checks import AnswerCheck, Request
+from ._searches import SearchSet, build_search_set
+from ._truth import SEARCH_LIMIT, Verdict, catalogue_editions, open_library
 
-SEARCH_QUERIES = (
-    "dune", "the hobbit", "neuromancer", "foundation",
-    "hyperion", "dracula", "mistborn", "sapiens",
-)  # fmt: skip
 _LISTING_PAGES = 20
 _LIBRARY_SIZE = 20_000
+PROFILE_NAMES = ("listing-mix", "search-storm")
+DEFAULT_SEED = 1
 
 
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """A deterministic request sequence plus the working set worth warming."""
+    """A deterministic request sequence, the working set worth warming, the answer check."""
 
     name: str
     request: Callable[[int], Request]
     working_set: tuple[Request, ...]
-
-
-def _search_storm(n: int) -> Request:
-    return "/search", {"q": SEARCH_QUERIES[n % len(SEARCH_QUERIES)]}
+    check: AnswerCheck | None = None
+    searches: SearchSet | None = None
+    """The search working set and its truth, for profiles that search."""
 
 
 def _listing(n: int) -> Request:
@@ -44,20 +43,34 @@ def _listing_mix(n: int) -> Request:
     return "/books", {"sort": "added", "order": "desc"}
 
 
-PROFILES: dict[str, Profile] = {
-    "search-storm": Profile(
-        "search-storm",
-        _search_storm,
-        tuple(_search_storm(n) for n in range(len(SEARCH_QUERIES))),
-    ),
-    "listing-mix": Profile("listing-mix", _listing_mix, ()),
-}
+def search_storm(searches: SearchSet) -> Profile:
+    """Searches drawn from `searches`, each answer judged against its truth."""
+
+    def request(n: int) -> Request:
+        return "/search", {"q": searches.query(n), "limit": str(SEARCH_LIMIT)}
+
+    def check(sent: Request, body: bytes) -> Verdict:
+        return searches.truth.judge(sent[1]["q"], body)
+
+    warm = tuple(("/search", {"q": q, "limit": str(SEARCH_LIMIT)}) for q in searches.warm)
+    return Profile("search-storm", request, warm, check, searches)
 
 
-def profile_named(name: str) -> Profile:
-    """The profile called `name`; ValueError lists the known ones."""
-    try:
-        return PROFILES[name]
-    except KeyError:
-        known = ", ".join(sorted(PROFILES))
-        raise ValueError(f"unknown profile {name!r} (known: {known})") from None
+def profile_named(name: str, truth_db: Path | None = None, seed: int = DEFAULT_SEED) -> Profile:
+    """The profile called `name`; ValueError lists the known ones or names what is missing.
+
+    `search-storm` draws its working set and its expected answers from the library at
+    `truth_db` (read-only, before the first request).
+    """
+    if name == "listing-mix":
+        return Profile("listing-mix", _listing_mix, ())
+    if name == "search-storm":
+        if truth_db is None:
+            raise ValueError("profile 'search-storm' needs --truth-db (the seeded library)")
+        conn = open_library(truth_db)
+        try:
+            return search_storm(build_search_set(conn, seed, catalogue_editions(truth_db)))
+        finally:
+            conn.close()
+    known = ", ".join(PROFILE_NAMES)
+    raise ValueError(f"unknown profile {name!r} (known: {known})")

@@ -1,12 +1,16 @@
-"""Counters, the sliding achieved-rate window and their Prometheus exposition."""
+"""Counters, the sliding achieved-rate and latency windows and their Prometheus exposition."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.3, 0.5, 1.0, 2.5, 5.0, 10.0)
+"""Seconds; 0.3 is the service's p99 objective, 10 the default request timeout."""
 
 
 class RateWindow:
@@ -47,10 +51,37 @@ class RateWindow:
         return len(self._issued) / span if span > 0.5 else 0.0
 
 
+class LatencyWindow:
+    """Client-side latencies of the last `window_seconds`, for a sliding p99."""
+
+    def __init__(self, window_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._window = window_seconds
+        self._clock = clock
+        self._samples: deque[tuple[float, float]] = deque()
+
+    def record(self, seconds: float) -> None:
+        """One request completed now after `seconds`."""
+        self._samples.append((self._clock(), seconds))
+
+    def clear(self) -> None:
+        """Forget every sample (a new issuing period starts)."""
+        self._samples.clear()
+
+    def quantile(self, q: float) -> float:
+        """The nearest-rank q-quantile of the window's latencies, NaN when it is empty."""
+        horizon = self._clock() - self._window
+        while self._samples and self._samples[0][0] <= horizon:
+            self._samples.popleft()
+        if not self._samples:
+            return math.nan
+        ordered = sorted(seconds for _, seconds in self._samples)
+        return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
 class LoadMetrics:
     """The load generator's metrics on their own registry."""
 
-    def __init__(self, target_rps: float) -> None:
+    def __init__(self, target_rps: float, latency: LatencyWindow | None = None) -> None:
         self.registry = CollectorRegistry()
         self.target = Gauge(
             "loadgen_target_rps", "Configured arrival rate.", registry=self.registry
@@ -71,3 +102,22 @@ class LoadMetrics:
             "loadgen_inflight", "Requests awaiting a response.", registry=self.registry
         )
         self.paused = Gauge("loadgen_paused", "1 while issuing is paused.", registry=self.registry)
+        self.client_latency = Histogram(
+            "loadgen_client_latency_seconds",
+            "Client-side latency of completed requests of the current issuing period "
+            "(timeouts and transport errors at their elapsed time; not warm-up).",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.latency = latency or LatencyWindow(10.0)
+        client_p99 = Gauge(
+            "loadgen_client_p99_seconds",
+            "p99 of client-side latency over the sliding window (NaN: no request).",
+            registry=self.registry,
+        )
+        client_p99.set_function(lambda: self.latency.quantile(0.99))
+
+    def observe_latency(self, seconds: float) -> None:
+        """One current-period request completed after `seconds`."""
+        self.client_latency.observe(seconds)
+        self.latency.record(seconds)

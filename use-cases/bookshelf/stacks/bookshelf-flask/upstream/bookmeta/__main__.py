@@ -1,14 +1,16 @@
-"""Command line: `python -m bookmeta --port N [--latency-seconds S] [--error-rate R]`."""
+"""Command line: `python -m bookmeta --port N [--library DB] [--latency-seconds S] ...`."""
 
 from __future__ import annotations
 
 import argparse
 import signal
+from pathlib import Path
 from types import FrameType
 
 import uvicorn
 
 from ._app import create_app
+from ._catalogue import load_catalogue
 from ._pacing import Pacing
 
 
@@ -20,6 +22,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jitter-seconds", type=float, default=0.1)
     parser.add_argument("--error-rate", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--library", type=Path, help="SQLite library whose books get editions (read-only)"
+    )
     return parser.parse_args(argv)
 
 
@@ -33,8 +38,12 @@ def main(argv: list[str] | None = None) -> None:
     # uvicorn drains, restores this handler and re-raises the signal it caught.
     signal.signal(signal.SIGTERM, _exit_cleanly)
     pacing = Pacing(args.latency_seconds, args.jitter_seconds, args.error_rate, args.seed)
+    try:
+        catalogue = load_catalogue(args.library)
+    except ValueError as error:
+        raise SystemExit(f"bookmeta: {error}") from None
     uvicorn.run(
-        create_app(pacing),
+        create_app(pacing, catalogue),
         host=args.host,
         port=args.port,
         log_level="warning",

@@ -14,7 +14,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ._catalogue import CATALOGUE
+from ._catalogue import Catalogue
 from ._metrics import Instruments, build_instruments
 from ._pacing import LookupSchedule, Pacing
 
@@ -28,8 +28,10 @@ _LOOKUP_PREFIX = "/v1/books/"
 _JSON = "application/json"
 
 
-def create_app(pacing: Pacing) -> App:
-    """The service for one pacing configuration."""
+def create_app(pacing: Pacing, catalogue: Catalogue | None = None) -> App:
+    """The service for one pacing configuration over `catalogue` (curated editions only
+    when None)."""
+    editions = Catalogue() if catalogue is None else catalogue
     schedule = LookupSchedule(pacing)
     metrics = build_instruments()
 
@@ -43,11 +45,11 @@ def create_app(pacing: Pacing) -> App:
         elif scope["method"] != "GET":
             await _json(send, 405, {"detail": "Method Not Allowed"})
         elif path == "/healthz":
-            await _json(send, 200, {"status": "ok", "editions": len(CATALOGUE)})
+            await _json(send, 200, {"status": "ok", "editions": len(editions)})
         elif path == "/metrics":
             await _reply(send, 200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
         elif isbn is not None:
-            await _lookup(schedule, metrics, isbn, send)
+            await _lookup(schedule, metrics, editions, isbn, send)
 
     return app
 
@@ -58,11 +60,13 @@ def _isbn_in(path: str) -> str | None:
     return isbn if isbn != path and isbn and "/" not in isbn else None
 
 
-async def _lookup(schedule: LookupSchedule, metrics: Instruments, isbn: str, send: Send) -> None:
+async def _lookup(
+    schedule: LookupSchedule, metrics: Instruments, editions: Catalogue, isbn: str, send: Send
+) -> None:
     started = time.perf_counter()
     metrics.inflight.inc()
     try:
-        status, body = await _answer(schedule, isbn)
+        status, body = await _answer(schedule, editions, isbn)
     finally:
         metrics.inflight.dec()
     metrics.requests.labels(_LOOKUP, str(status)).inc()
@@ -70,12 +74,14 @@ async def _lookup(schedule: LookupSchedule, metrics: Instruments, isbn: str, sen
     await _json(send, status, body)
 
 
-async def _answer(schedule: LookupSchedule, isbn: str) -> tuple[int, dict[str, object]]:
+async def _answer(
+    schedule: LookupSchedule, editions: Catalogue, isbn: str
+) -> tuple[int, dict[str, object]]:
     delay, fails = schedule.next()
     if fails:
         return 503, {"error": "temporarily unavailable"}
     await asyncio.sleep(delay)
-    edition = CATALOGUE.get(isbn)
+    edition = editions.get(isbn)
     if edition is None:
         return 404, {"error": f"no edition with ISBN {isbn}"}
     return 200, edition.to_json()

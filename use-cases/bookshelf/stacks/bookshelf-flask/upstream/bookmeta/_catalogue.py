@@ -1,8 +1,17 @@
-"""The editions bookmeta knows about, keyed by ISBN-13."""
+"""The editions bookmeta knows about, keyed by ISBN-13.
+
+Two sources: the curated editions below (well-known books, written out by hand) and,
+when a library file is given, every other book in it, whose edition details (publisher,
+pages, subjects, first publication) are derived from the ISBN alone. The derivation is
+a pure function of the ISBN, so the same book always has the same edition.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,3 +113,66 @@ CATALOGUE: dict[str, Edition] = {
     isbn: Edition(isbn, title, (author,), year, publisher, pages, (subject,))
     for isbn, title, author, year, publisher, pages, subject in _ROWS
 }
+
+_PUBLISHERS = (
+    "Harrow & Finch", "Bellwether Press", "Quarry House", "Lindenfield", "Northlight Books",
+    "Saltmarsh Editions", "Corvid & Wren", "Meridian House", "Tallow Street Press",
+    "Greyfriars", "Amberline", "Old Pier Books",
+)  # fmt: skip
+_SUBJECTS = (
+    "literary fiction", "mystery", "historical fiction", "romance", "science fiction",
+    "fantasy", "travel", "poetry", "biography", "adventure", "short stories", "nature",
+)  # fmt: skip
+
+
+def derived_edition(isbn: str, title: str, author: str) -> Edition:
+    """The edition of a library book outside the curated set, a pure function of its ISBN."""
+    digest = hashlib.sha256(isbn.encode()).digest()
+    first = digest[3] % len(_SUBJECTS)
+    second = (first + 1 + digest[4] % (len(_SUBJECTS) - 1)) % len(_SUBJECTS)
+    subjects = (_SUBJECTS[first],) if digest[5] % 2 else (_SUBJECTS[first], _SUBJECTS[second])
+    return Edition(
+        isbn=isbn,
+        title=title,
+        authors=(author,),
+        first_published=1950 + int.from_bytes(digest[:2]) % 75,
+        publisher=_PUBLISHERS[digest[2] % len(_PUBLISHERS)],
+        pages=90 + int.from_bytes(digest[6:8]) % 811,
+        subjects=subjects,
+    )
+
+
+class Catalogue:
+    """The curated editions plus, for a library, a derived edition for each of its books."""
+
+    def __init__(self, library: dict[str, tuple[str, str]] | None = None) -> None:
+        self._library = dict(library or {})
+
+    def get(self, isbn: str) -> Edition | None:
+        """The edition with this ISBN, or None when it is not in the catalogue."""
+        curated = CATALOGUE.get(isbn)
+        if curated is not None:
+            return curated
+        book = self._library.get(isbn)
+        return None if book is None else derived_edition(isbn, *book)
+
+    def __len__(self) -> int:
+        return len(CATALOGUE.keys() | self._library.keys())
+
+
+def load_catalogue(library: Path | None) -> Catalogue:
+    """The catalogue for the SQLite library at `library` (opened read-only), or curated only.
+
+    Raises ValueError naming the file when it cannot be read as a library.
+    """
+    if library is None:
+        return Catalogue()
+    try:
+        conn = sqlite3.connect(f"{library.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT isbn, title, author FROM books").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as error:
+        raise ValueError(f"library {library}: cannot read its books table: {error}") from None
+    return Catalogue({str(isbn): (str(title), str(author)) for isbn, title, author in rows})

@@ -1,5 +1,9 @@
 """The CI gate and the auto-merge: a clean checkout of the submission, its tests, the merge.
 
+The tests are agent-controlled code (a `conftest.py` is enough): they run inside
+the jail of `_confine.ci_jail` (the checkout, the interpreter, /usr; no network, no
+harness tree, no scenario, no run dir, own PID namespace), or not at all.
+
 Blocking (git and pytest subprocesses): the adapter calls these through
 `asyncio.to_thread`.
 """
@@ -13,13 +17,16 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sreforge_confine import Confinement
 from sreforge_contracts import SUBMISSION_DIR
 from sreforge_git import GitError, GitResult, run_git
 
+from sreforge_deployer._confine import JAIL_HOME, ci_jail, confine, confinement_for
 from sreforge_deployer._errors import WorkspaceError
 from sreforge_deployer._history import Author
 from sreforge_deployer._workspace import NO_REFLOG, Workspace, identity_env
@@ -30,7 +37,8 @@ MERGE_AUTHOR = Author("Merge Queue", "merge-queue@localhost")
 MERGE_MESSAGE = "Merge change into main"
 # Never left behind in the agent's view of the repo (the runner's sentinel lives there).
 _KEEP_ON_CLEAN = SUBMISSION_DIR
-_TEST_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+_TEST_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+_DEFAULT_BWRAP = "bwrap"
 
 
 @dataclass(frozen=True)
@@ -51,9 +59,12 @@ class CiCheckout:
     Use as a context manager: the temp dir is removed on exit.
     """
 
-    def __init__(self, workspace: Path, base_commit: str) -> None:
+    def __init__(
+        self, workspace: Path, base_commit: str, confinement: Confinement | None = None
+    ) -> None:
         self.workspace = workspace
         self.base_commit = base_commit
+        self.confinement = confinement
         self._root = Path(tempfile.mkdtemp(prefix="ci-"))
         self.path = self._root / "repo"
 
@@ -81,7 +92,7 @@ class CiCheckout:
         tree, complaint = self.prepare(diff)
         if tree is None:
             return CiRun(False, complaint or "", None, _ms_since(started))
-        code, output = _run_tests(self.path, python, timeout_s)
+        code, output = _run_tests(self.path, python, timeout_s, confinement=self.confinement)
         return CiRun(code == 0, truncate(output, max_chars), code, _ms_since(started), tree)
 
     def _clone(self) -> None:
@@ -141,14 +152,26 @@ def _main_head(workspace: Workspace) -> str | None:
         return None
 
 
-def _run_tests(cwd: Path, python: str, timeout_s: float) -> tuple[int | None, str]:
+def _run_tests(
+    cwd: Path,
+    python: str,
+    timeout_s: float,
+    extra_args: Sequence[str] = (),
+    *,
+    confinement: Confinement | None = None,
+) -> tuple[int | None, str]:
+    """Run pytest (plus `extra_args`) on the checkout `cwd` inside the CI jail: its exit
+    code (None on timeout) and output. `ConfinementFailed` when no jail can be made."""
     env = {key: os.environ[key] for key in _TEST_ENV if key in os.environ}
-    env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
-    argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1", HOME=JAIL_HOME, TMPDIR=JAIL_HOME)
+    argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra_args]
+    jail = ci_jail(cwd.resolve(), python, argv)
+    confined = confine(confinement or confinement_for(_DEFAULT_BWRAP), jail)
     tests = subprocess.Popen(
-        argv,
+        confined.argv,
         cwd=cwd,
         env=env,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -148,6 +148,8 @@ class Bubblewrap:
         if not jail.argv:
             raise ConfinementError("jail: empty argv")
         mounts = _mounts(jail)
+        if not any(jail.cwd.is_relative_to(mount.target) for mount in mounts):
+            raise ConfinementError(f"jail cwd {jail.cwd}: not inside any of its binds")
         policy = jail.network
         if isinstance(policy, NoNetwork):
             prefix = self._prefix(mounts, jail)

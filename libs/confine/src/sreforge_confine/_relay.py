@@ -112,6 +112,8 @@ class Relay:
             downstream.close()
             return
         pair = (downstream, upstream)
+        for sock in pair:
+            _no_delay(sock)
         with self._lock:
             admitted = not self._closed
             if admitted:
@@ -142,6 +144,13 @@ def _copy(source: socket.socket, sink: socket.socket) -> None:
         return
     with contextlib.suppress(OSError):
         sink.shutdown(socket.SHUT_WR)
+
+
+def _no_delay(sock: socket.socket) -> None:
+    """Forward small writes at once: the relay must not add Nagle's wait to a response."""
+    if sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def _cut(sock: socket.socket) -> None:

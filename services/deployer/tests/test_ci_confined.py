@@ -16,8 +16,8 @@ import nats
 import pytest
 from sreforge_bus.embedded import NatsServer
 from sreforge_confine import Bubblewrap
-from sreforge_deployer import ConfinementFailed
-from sreforge_deployer._ci import CiCheckout, _run_tests
+from sreforge_deployer import ConfinementFailed, WorkspaceError
+from sreforge_deployer._ci import CiCheckout, _run_tests, merge_and_checkout
 
 from .conftest import REPO_ROOT, STAMPEDE
 from .test_ci import _diff, _git
@@ -180,3 +180,48 @@ def test_ci_without_bubblewrap_runs_no_test_at_all(tmp_path: Path) -> None:
     ):
         checkout.run(diff, sys.executable, 60, 10_000)
     assert not marker.exists()
+
+
+def test_the_merge_runs_none_of_the_agents_git_programs(tmp_path: Path) -> None:
+    """The agent's workspace .git holds a post-checkout and a reference-transaction hook, an
+    fsmonitor, a smudge filter its .gitattributes selects and a hooksPath: the merge on the
+    host runs none of them, and still lands the tested tree."""
+    path, base = _repo(tmp_path)
+    planted = tmp_path / "planted"
+    program = path / "evil.sh"
+    program.write_text(f'#!/bin/sh\necho "$0 $*" >> {planted}\ncat\n')
+    program.chmod(0o755)
+    hooks = path / ".git" / "hooks"
+    for hook in ("post-checkout", "reference-transaction", "pre-auto-gc"):
+        shutil.copy(program, hooks / hook)
+    for key, value in (
+        ("core.fsmonitor", str(program)),
+        ("filter.evil.smudge", str(program)),
+        ("filter.evil.clean", str(program)),
+        ("core.hooksPath", str(hooks)),
+    ):
+        _git(path, "config", key, value)
+    (path / ".git" / "info").mkdir(exist_ok=True)
+    (path / ".git" / "info" / "attributes").write_text("* filter=evil\n")
+    diff = _diff(path, {"app.py": "VALUE = 2\n", ".gitattributes": "*.py filter=evil\n"})
+    planted.unlink(missing_ok=True)  # making the diff ran them: that was the agent's own git
+    with CiCheckout(path, base) as checkout:
+        gate = checkout.run(diff, sys.executable, 60, 10_000)
+        assert gate.green, gate.output
+        assert gate.tree is not None
+        merge_and_checkout(checkout, gate.tree)
+    assert not planted.exists(), planted.read_text()
+    assert (path / "app.py").read_text() == "VALUE = 2\n"
+
+
+def test_a_workspace_whose_git_dir_points_elsewhere_is_not_merged(tmp_path: Path) -> None:
+    """A `.git` file (gitdir: elsewhere) is refused before git touches anything."""
+    path, base = _repo(tmp_path)
+    diff = _diff(path, {"app.py": "VALUE = 3\n"})
+    with CiCheckout(path, base) as checkout:
+        gate = checkout.run(diff, sys.executable, 60, 10_000)
+        assert gate.tree is not None, gate.output
+        shutil.move(path / ".git", tmp_path / "elsewhere.git")
+        (path / ".git").write_text(f"gitdir: {tmp_path / 'elsewhere.git'}\n")
+        with pytest.raises(WorkspaceError, match=r"\.git is not a folder"):
+            merge_and_checkout(checkout, gate.tree)

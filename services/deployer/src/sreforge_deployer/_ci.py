@@ -38,6 +38,13 @@ MERGE_MESSAGE = "Merge change into main"
 # Never left behind in the agent's view of the repo (the runner's sentinel lives there).
 _KEEP_ON_CLEAN = SUBMISSION_DIR
 _TEST_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+# The agent also wrote its workspace's .git: when the merge runs git there, on the host,
+# none of its hooks, fsmonitor or filter programs may run (nor any in the checkout).
+_RUN_REPO_CONFIG = {**NO_REFLOG, "core.hooksPath": "/dev/null", "core.fsmonitor": "false"}
+_HARNESS_GIT_CONFIG = (
+    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+    "\tlogallrefupdates = false\n"
+)
 _DEFAULT_BWRAP = "bwrap"
 
 
@@ -124,13 +131,17 @@ def merge_and_checkout(checkout: CiCheckout, tree: str) -> str:
     `.oncall/` excepted). Returns the merged commit id.
     """
     workspace = Workspace(checkout.workspace)
+    _disarm(workspace.path)
     parent = _main_head(workspace) or checkout.base_commit
     stamp = identity_env(MERGE_AUTHOR, _now_iso())
     made = _git_run(checkout.path, ["commit-tree", tree, "-p", parent, "-m", MERGE_MESSAGE], stamp)
     commit = _checked(made, "commit of the merged tree").stdout.strip()
-    workspace.git("fetch", "-q", "--no-tags", str(checkout.path), commit)
-    workspace.git("checkout", "-q", "-f", "-B", "main", commit)
-    workspace.git("clean", "-q", "-ffdx", "-e", _KEEP_ON_CLEAN)
+    for args, what in (
+        (["fetch", "-q", "--no-tags", str(checkout.path), commit], "fetch of the merge"),
+        (["checkout", "-q", "-f", "-B", "main", commit], "checkout of the merge"),
+        (["clean", "-q", "-ffdx", "-e", _KEEP_ON_CLEAN], "clean of the workspace"),
+    ):
+        _checked(_git_run(workspace.path, args), what)
     if workspace.head() != commit:
         raise WorkspaceError(f"workspace {workspace.path} is not at the merged commit {commit}")
     return commit
@@ -146,10 +157,30 @@ def truncate(text: str, max_chars: int) -> str:
 
 
 def _main_head(workspace: Workspace) -> str | None:
-    try:
-        return workspace.git("rev-parse", "--verify", "-q", "refs/heads/main")
-    except WorkspaceError:
+    found = _git_run(workspace.path, ["rev-parse", "--verify", "-q", "refs/heads/main"])
+    if found.returncode != 0:
         return None
+    return found.stdout.strip() or None
+
+
+def _disarm(path: Path) -> None:
+    """Give the workspace's git dir the harness's own config back before git runs there:
+    the agent's local config (filters, include.path, fsmonitor), info/attributes and
+    commondir are dropped; a `.git` that is not a plain folder is refused."""
+    git_dir = path / ".git"
+    if git_dir.is_symlink() or not git_dir.is_dir():
+        raise WorkspaceError(f"workspace {path}: .git is not a folder of the run's own")
+    try:
+        for name in ("config", "commondir"):
+            (git_dir / name).unlink(missing_ok=True)  # a link is removed, never followed
+        (git_dir / "config").write_text(_HARNESS_GIT_CONFIG)
+        info = git_dir / "info"
+        if info.is_symlink():
+            info.unlink()
+        elif info.is_dir():
+            (info / "attributes").unlink(missing_ok=True)
+    except OSError as error:
+        raise WorkspaceError(f"workspace {path}: cannot reset its git config: {error}") from error
 
 
 def _run_tests(
@@ -191,7 +222,7 @@ def _run_tests(
 
 def _git_run(cwd: Path, args: list[str], extra: dict[str, str] | None = None) -> GitResult:
     try:
-        return run_git(cwd, *args, env=extra, config=NO_REFLOG)
+        return run_git(cwd, *args, env=extra, config=_RUN_REPO_CONFIG)
     except GitError as error:
         raise WorkspaceError(f"CI: {error}") from error
 

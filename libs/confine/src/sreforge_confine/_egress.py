@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from sreforge_confine import _relay
 from sreforge_confine._errors import ConfinementError
-from sreforge_confine._relay import Relay, listen_unix, socket_name
+from sreforge_confine._relay import Relay, listen_unix, socket_name, tcp_connector
 
 __all__ = [
     "RELAY_PYTHON",
@@ -116,7 +116,7 @@ class HostEgress:
         """Listen on a socket for each endpoint not yet relayed (before the command starts)."""
         for endpoint in endpoints:
             if endpoint not in self._relays:
-                relay = Relay(self._listen(endpoint), _tcp_connector(endpoint))
+                relay = Relay(self._listen(endpoint), tcp_connector(endpoint.host, endpoint.port))
                 relay.start()
                 self._relays[endpoint] = relay
 
@@ -131,12 +131,3 @@ class HostEgress:
             return listen_unix(str(self.folder / socket_name(endpoint.host, endpoint.port)))
         except OSError as error:
             raise ConfinementError(f"egress relay for {endpoint.spec}: {error}") from error
-
-
-def _tcp_connector(endpoint: Endpoint) -> _relay.Connector:
-    def connect() -> socket.socket:
-        sock = socket.create_connection((endpoint.host, endpoint.port), timeout=10.0)
-        sock.settimeout(None)
-        return sock
-
-    return connect

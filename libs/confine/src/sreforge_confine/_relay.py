@@ -30,7 +30,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-__all__ = ["Connector", "Relay", "listen_tcp", "listen_unix", "socket_name", "unix_connector"]
+__all__ = [
+    "Connector",
+    "Relay",
+    "listen_tcp",
+    "listen_unix",
+    "socket_name",
+    "tcp_connector",
+    "unix_connector",
+]
 
 Connector = Callable[[], socket.socket]
 """Opens the far end for one accepted connection."""
@@ -198,7 +206,9 @@ def unix_connector(path: str) -> Connector:
     return connect
 
 
-def _tcp_connector(host: str, port: int) -> Connector:
+def tcp_connector(host: str, port: int) -> Connector:
+    """Dials host:port for each connection (10 s to connect, then no timeout)."""
+
     def connect() -> socket.socket:
         sock = socket.create_connection((host, port), timeout=10.0)
         sock.settimeout(None)
@@ -233,7 +243,7 @@ def _relay_for(spec: str, folder: Path) -> Relay:
     l_kind, l_where, l_port = _side(listen)
     c_kind, c_where, c_port = _side(connect)
     listener = listen_tcp(l_where, l_port) if l_kind == "tcp" else listen_unix(l_where)
-    connector = _tcp_connector(c_where, c_port) if c_kind == "tcp" else unix_connector(c_where)
+    connector = tcp_connector(c_where, c_port) if c_kind == "tcp" else unix_connector(c_where)
     return Relay(listener, connector)
 
 

@@ -29,6 +29,14 @@ pytestmark = [
 
 PROBES = Path(__file__).parent / "fixtures" / "cheat" / "probes.py"
 _TEST = "def test_ok():\n    assert True\n"
+# Inside the checkout: reading and writing its files works (the control); its .git, whose
+# objects hold the tree that gets merged, is read-only.
+_CHECKOUT_PROBES = {
+    "read:checkout": "app.py",
+    "write:checkout": "scratch.txt",
+    "write:checkout_git_config": ".git/config",
+    "write:checkout_git_objects": ".git/objects/planted",
+}
 # The agent's conftest: run every probe at import, print each outcome in the summary.
 _CONFTEST = """
 import json
@@ -113,14 +121,14 @@ async def test_the_agents_conftest_cannot_read_publish_or_signal_from_ci(
     sleepers: list[subprocess.Popen[bytes]],
     nats_server: NatsServer,
 ) -> None:
-    """A committed conftest.py runs in CI, tries every cheat, and each one fails there,
-    while the same probes run on the host succeed (they can tell) and reading the
-    checkout itself works inside the jail."""
+    """A committed conftest.py runs in CI, tries every cheat, and each one fails there
+    (the checkout's .git included), while the same probes run on the host succeed (they
+    can tell) and reading and writing the checkout itself works inside the jail."""
     jailed, control = sleepers
     targets = _targets(engine_home, nats_server.port, jailed.pid)
     conftest = _CONFTEST.format(
         probes=PROBES.read_text(),
-        targets=json.dumps({**targets, "read:checkout": "app.py"}),
+        targets=json.dumps({**targets, **_CHECKOUT_PROBES}),
     )
     path, base = _repo(tmp_path)
     diff = _diff(path, {"conftest.py": conftest})
@@ -146,8 +154,9 @@ async def test_the_agents_conftest_cannot_read_publish_or_signal_from_ci(
 
     host_messages = await _forged_on_bus(nats_server.url, run_control)
     found = _outcomes(gate[0])
-    assert set(found) == {*targets, "read:checkout"}, gate[0]
+    assert set(found) == {*targets, *_CHECKOUT_PROBES}, gate[0]
     assert found.pop("read:checkout").startswith("OPEN read VALUE = 1"), gate[0]
+    assert found.pop("write:checkout").startswith("OPEN wrote"), gate[0]
     assert all(outcome.startswith("BLOCKED") for outcome in found.values()), found
     assert jail_messages == [], "the jailed conftest published on the bus"
     assert jailed.poll() is None, "the jailed conftest killed a harness process"

@@ -70,11 +70,13 @@ def interpreter_paths(python: str) -> tuple[Path, ...]:
 
 
 def ci_jail(checkout: Path, python: str, argv: Sequence[str]) -> Jail:
-    """The CI gate's jail: the checkout read-write, the interpreter read-only, no network."""
+    """The CI gate's jail: the checkout read-write but its `.git` read-only (the tested
+    tree's objects are what gets merged), the interpreter read-only, no network."""
+    git_dir = (checkout / ".git",) if (checkout / ".git").is_dir() else ()
     return Jail(
         argv=tuple(argv),
         cwd=checkout,
-        read_only=(*interpreter_paths(python), *_venv_link(python)),
+        read_only=(*interpreter_paths(python), *_venv_link(python), *git_dir),
         writable=(checkout,),
         network=NoNetwork(),
         die_with_parent=True,

@@ -188,3 +188,25 @@ def test_without_bwrap_the_check_fails_closed_naming_it() -> None:
     """No bwrap binary: `check` raises ConfinementUnavailable saying bwrap."""
     with pytest.raises(ConfinementUnavailable, match=r"bwrap \('/nonexistent/bwrap'\) not found"):
         Bubblewrap("/nonexistent/bwrap").check()
+
+
+_SYSCTL = "/proc/sys/vm/swappiness"
+# Opening for writing is enough to tell, and writes nothing.
+_OPEN_FOR_WRITE = f"import os; os.close(os.open({_SYSCTL!r}, os.O_WRONLY)); print('opened')"
+
+
+@needs_bwrap
+def test_the_machines_sysctls_are_read_only_inside(tmp_path: Path) -> None:
+    """Root without capabilities can still write /proc/sys on the host (DAC only): inside
+    the jail the same open fails with EROFS."""
+    if not os.access(_SYSCTL, os.W_OK) or os.geteuid() != 0:
+        pytest.skip("/proc/sys is not writable here, so there is nothing to take away")
+    host = subprocess.run([sys.executable, "-c", _OPEN_FOR_WRITE], capture_output=True, text=True)
+    assert host.stdout.strip() == "opened", host.stderr
+    argv = (sys.executable, "-I", "-c", _OPEN_FOR_WRITE)
+    jail = Jail(argv, tmp_path, read_only=(tmp_path, Path(sys.prefix), Path(sys.base_prefix)))
+    inside = subprocess.run(
+        Bubblewrap().confine(jail).argv, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert inside.returncode != 0
+    assert "Read-only file system" in inside.stderr

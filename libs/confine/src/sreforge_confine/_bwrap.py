@@ -2,7 +2,8 @@
 
 Every confined command sees a read-only `/usr` (with the merged-usr symlinks), a
 short list of `/etc` entries (no credentials, no service configs), fresh `/proc`
-and `/dev`, a tmpfs `/tmp`, and then only the mounts its caller lists. It runs in
+(its machine-wide knobs, `/proc/sys` and `/proc/sysrq-trigger`, read-only) and
+`/dev`, a tmpfs `/tmp`, and then only the mounts its caller lists. It runs in
 its own PID, IPC and UTS namespaces (cgroup too where the kernel allows) with
 every capability dropped; with `unshare_net` also in a network namespace of its
 own (bwrap brings its loopback up). Nothing else of the host exists for it: not
@@ -45,6 +46,9 @@ _ETC = (
     "terminfo",
     "timezone",
 )
+# Parts of a fresh /proc that act on the whole machine (sysctls, sysrq, irq, bus): bwrap
+# run as root does not cover them, and root without capabilities can still write them.
+_PROC_COVERED = ("sys", "sysrq-trigger", "irq", "bus")
 _PROBE_TIMEOUT_S = 15.0
 
 
@@ -101,7 +105,10 @@ def bwrap_argv(
         path = Path("/etc") / name
         if path.exists():
             argv += ["--ro-bind", str(path), str(path)]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc"]
+    for name in _PROC_COVERED:
+        argv += ["--ro-bind-try", f"/proc/{name}", f"/proc/{name}"]
+    argv += ["--dev", "/dev", "--tmpfs", "/tmp"]
     for mount in mounts:
         argv += ["--bind" if mount.writable else "--ro-bind", str(mount.host), str(mount.target)]
     if unshare_net:

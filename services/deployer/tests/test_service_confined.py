@@ -14,7 +14,7 @@ import httpx
 import psutil
 import pytest
 from sreforge_bus.embedded import NatsServer
-from sreforge_deployer import DeployerSettings, LocalStack
+from sreforge_deployer import ConfinementFailed, DeployerSettings, LocalStack
 
 from .conftest import FIXTURES, REPO_ROOT, STAMPEDE, TINY_SCENARIOS
 from .test_ci_confined import _forged_on_bus
@@ -153,3 +153,14 @@ def _assert_relay_leads_a_jail(stack: LocalStack) -> None:
     assert app, "the app runs under the relay"
     ours = os.readlink("/proc/self/ns/pid")
     assert all(os.readlink(f"/proc/{p.pid}/ns/pid") != ours for p in app)
+
+
+def test_without_bubblewrap_no_stack_comes_up(tmp_path: Path) -> None:
+    """No bwrap, no stack: up() fails closed naming bwrap before any process, port or run
+    dir exists (the service would have run the agent's code unconfined)."""
+    settings = DeployerSettings(runs_root=tmp_path / "runs", bwrap_path="/nonexistent/bwrap")
+    stack = LocalStack(TINY_SCENARIOS / "tiny-ok", time_scale=0.1, settings=settings)
+    with pytest.raises(ConfinementFailed, match=r"bwrap \('/nonexistent/bwrap'\) not found"):
+        stack.up()
+    assert stack.pgids() == {}
+    assert not stack.run_dir.exists()

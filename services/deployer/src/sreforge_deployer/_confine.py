@@ -29,6 +29,7 @@ from sreforge_deployer._errors import ConfinementFailed
 
 __all__ = [
     "JAIL_HOME",
+    "check",
     "ci_jail",
     "confine",
     "confinement_for",
@@ -106,6 +107,14 @@ def service_jail(
         writable=(data_dir,),
         network=Allowlist(relay_dir, outbound=tuple(outbound), inbound=(port,)),
     )
+
+
+def check(confinement: Confinement) -> None:
+    """`ConfinementFailed` (naming the tool) unless agent code can be confined here."""
+    try:
+        confinement.check()
+    except ConfinementError as error:
+        raise ConfinementFailed(str(error)) from error
 
 
 def confine(confinement: Confinement, jail: Jail) -> Confined:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from sreforge_bus import Bus, bootstrap, connect
 from sreforge_bus.embedded import NatsServer, start_nats_server
+
+# Whole-run machinery shared by tests/e2e and tests/integrity (`import wholerun`).
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tests" / "support"))
 
 
 @pytest.fixture

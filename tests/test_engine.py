@@ -122,6 +122,7 @@ _WIRED = (
     "SREFORGE_TRIGGER_TOKEN_FILE",
     "SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE",
     "SREFORGE_DEPLOYER_ALERT_TOKEN_FILE",
+    "SREFORGE_DEPLOYER_ENGINE_HOME",
 )
 
 
@@ -157,6 +158,7 @@ def test_wiring_points_the_deployer_at_the_trigger(
     token_file = str(tmp_path / "trigger.token")
     assert os.environ["SREFORGE_TRIGGER_TOKEN_FILE"] == token_file
     assert os.environ["SREFORGE_DEPLOYER_ALERT_TOKEN_FILE"] == token_file
+    assert os.environ["SREFORGE_DEPLOYER_ENGINE_HOME"] == str(tmp_path)
 
 
 def test_explicit_settings_win_over_the_wiring(

@@ -51,3 +51,11 @@ def test_json_mode_carries_subject_seq_and_event() -> None:
     assert good == {"subject": "sreforge.run.r-1.Scored", "seq": 7, "event": {"type": "Scored"}}
     bad = json.loads(format_event_json("sreforge.run.start", b"oops", 8))
     assert bad["raw"] == "oops"
+
+
+def test_a_deeply_nested_message_is_shown_raw_not_a_crash() -> None:
+    """`sreforge tail` decoded with json.loads, which recursed until RecursionError."""
+    data = b"[" * 100_000 + b"]" * 100_000
+    line = format_event_line("sreforge.run.r1.Weird", data, _AT)
+    assert "sreforge.run.r1.Weird" in line
+    assert json.loads(format_event_json("sreforge.run.r1.Weird", data, 7))["raw"].startswith("[[")

@@ -60,7 +60,8 @@ def wire_defaults(settings: EngineSettings, *, separate_processes: bool = False)
     """Point the services at each other where the operator configured nothing.
 
     The trigger and the stacks' Alertmanagers share one bearer-token file under the
-    engine's home, and the deployer learns where the trigger listens: a free port when
+    engine's home, the deployer records that home in each stack, and learns where the
+    trigger listens: a free port when
     every service shares this process, the trigger's fixed default port when they run as
     separate processes (which cannot agree on a random one). Explicit `SREFORGE_*`
     settings always win.
@@ -78,6 +79,8 @@ def wire_defaults(settings: EngineSettings, *, separate_processes: bool = False)
         "SREFORGE_DEPLOYER_ALERT_TOKEN_FILE",
         os.environ.get("SREFORGE_TRIGGER_TOKEN_FILE", token_file),
     )
+    # Stack records name their home, so `stack down --all` stops only this home's stacks.
+    os.environ.setdefault("SREFORGE_DEPLOYER_ENGINE_HOME", str(settings.home))
 
 
 def _default_trigger_port() -> int:

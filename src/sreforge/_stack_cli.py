@@ -55,7 +55,9 @@ def add_stack_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     up.set_defaults(handler=handle_stack_up)
     down = verbs.add_parser("down", help="tear down stacks started by `stack up` elsewhere")
     down.add_argument("run_id", nargs="?", help="the run id `stack up` printed")
-    down.add_argument("--all", action="store_true", help="every stack under the runs root")
+    down.add_argument(
+        "--all", action="store_true", help="every stack this engine home (SREFORGE_HOME) started"
+    )
     down.set_defaults(handler=handle_stack_down)
     listing = verbs.add_parser("list", help="list running stacks")
     listing.set_defaults(handler=handle_stack_list)
@@ -108,9 +110,9 @@ def handle_stack_down(args: argparse.Namespace) -> int:
     if args.all == bool(args.run_id):
         print("sreforge stack down: give a RUN_ID or --all (not both)", file=sys.stderr)
         return 2
-    run_ids = [r.run_id for r in list_stacks(root)] if args.all else [args.run_id]
+    run_ids = _stacks_of_this_home(root) if args.all else [args.run_id]
     if not run_ids:
-        print(f"no stacks under {root}")
+        print(f"no stacks of this engine home under {root}")
     failed = 0
     for run_id in run_ids:
         try:
@@ -120,6 +122,23 @@ def handle_stack_down(args: argparse.Namespace) -> int:
             print(f"{run_id}: {error}", file=sys.stderr)
             failed += 1
     return 1 if failed else 0
+
+
+def _stacks_of_this_home(root: Path) -> list[str]:
+    """Run ids of the stacks this engine home started; says which others it leaves alone."""
+    home = DeployerSettings().engine_home
+    mine = []
+    for record in list_stacks(root):
+        if record.owned_by(home):
+            mine.append(record.run_id)
+        elif record.engine_home is None:
+            print(
+                f"{record.run_id}: left alone: its record names no engine home (older "
+                f"format); `sreforge stack down {record.run_id}` tears it down"
+            )
+        else:
+            print(f"{record.run_id}: left alone: started from engine home {record.engine_home}")
+    return mine
 
 
 def handle_stack_list(args: argparse.Namespace) -> int:

@@ -6,6 +6,8 @@ import json
 from datetime import datetime
 from typing import Any
 
+from sreforge_contracts import ContractError, check_message
+
 __all__ = ["format_event_json", "format_event_line"]
 
 _ENVELOPE = {"event_id", "type", "run_id", "occurred_at", "producer", "contract_version"}
@@ -36,8 +38,9 @@ def format_event_json(subject: str, data: bytes, seq: int) -> str:
 
 def _decode(data: bytes) -> dict[str, Any] | None:
     try:
+        check_message(data, "event")  # json.loads recurses: a too-deep body is shown raw
         body = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (ContractError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     return body if isinstance(body, dict) else None
 

@@ -64,6 +64,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_run_command(verbs)
     add_agents_commands(verbs)
     _add_stack_commands(verbs)
+    _add_guard_command(verbs)
     return parser
 
 
@@ -73,6 +74,14 @@ def _add_stack_commands(verbs: argparse._SubParsersAction[argparse.ArgumentParse
     except ImportError:  # the local topology is optional until its package lands
         return
     add_stack_commands(verbs)
+
+
+def _add_guard_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    try:
+        from sreforge._guard_cli import add_guard_command
+    except ImportError:  # needs the local topology, like `stack`
+        return
+    add_guard_command(verbs)
 
 
 def _up(args: argparse.Namespace) -> int:

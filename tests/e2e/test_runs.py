@@ -14,38 +14,31 @@ then a whole run in bubblewrap, with canaries the agent must not reach.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
-import threading
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
-import jsonschema
-import psutil
 import pytest
+from wholerun import (
+    CASES_NOISE,
+    REPO,
+    SCENARIO_PARTS,
+    Canaries,
+    Run,
+    RunPool,
+    RunSpec,
+    finished,
+    open_pool,
+)
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-SCHEMA = REPO / "libs" / "contracts" / "schemas" / "run-record.v1.schema.json"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SCENARIO = "latency-cache-stampede"
-TIME_SCALE = "0.1"
-RUN_LIMIT_S = 280.0
-SCENARIO_PARTS = ("*", "scenarios", SCENARIO)
 FAKE_CLI = "fake-cli"
 FAKE_CLI_AGENT = FIXTURES / "fake-cli-agent" / "fake-cli-agent"  # alone in its install dir
 WALKTHROUGH = "<!-- plug-in walk-through"
@@ -64,38 +57,6 @@ def _without_page(cases: Path) -> None:
     """The scenario loses its `trigger.md`: the context stage cannot brief the run."""
     (page,) = cases.glob("/".join((*SCENARIO_PARTS, "trigger.md")))
     page.unlink()
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What one run is given: its agent and, optionally, how its scenario is doctored
-    or how its folder is prepared before it starts."""
-
-    agent: str
-    doctor: Callable[[Path], None] | None = None
-    prepare: Callable[[Run], None] | None = None
-
-
-@dataclass(frozen=True)
-class Canaries:
-    """Random values the agent must never reach and nothing of the run may contain."""
-
-    env_value: str
-    file_content: str
-    files: tuple[Path, ...]
-
-    @classmethod
-    def planted(cls, *files: Path) -> Canaries:
-        """Write one random canary into each of `files` (the env value is set by the run)."""
-        content = f"canary-file-{secrets.token_hex(16)}"
-        for path in files:
-            path.write_text(content + "\n")
-        return cls(f"canary-env-{secrets.token_hex(16)}", content, files)
-
-    @property
-    def values(self) -> tuple[str, str]:
-        """The two secret values."""
-        return self.env_value, self.file_content
 
 
 def _plug_in_fake_cli(run: Run) -> None:
@@ -167,7 +128,6 @@ RUNS = {
     "noop": RunSpec("noop"),  # ~35
     "kills-load": RunSpec("scripted:kill-load"),  # ~33
 }
-AGENTS = sorted({spec.agent for spec in RUNS.values()})
 TEST_RUNS = {
     "test_reference_fix_passes": "reference",
     "test_plugged_in_cli_agent_mitigates_and_reaches_no_secret": "cli-agent",
@@ -179,259 +139,14 @@ TEST_RUNS = {
     "test_alert_that_never_fires_aborts": "silent",
     "test_stage_that_cannot_work_ends_in_error": "no-page",
 }
-CASES_NOISE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".ruff_cache", "*.db")
 GRADED_TIMINGS = ("stack", "arm", "trigger", "context", "run", "ci", "redeploy", "verify")
-
-
-@dataclass
-class Run:
-    """One `sreforge run` subprocess and everything it was given and left."""
-
-    name: str
-    agent: str
-    root: Path
-    cases: Path | None = None
-    started: float = 0.0
-    wall_s: float | None = None
-    exit_code: int | None = None
-    stdout: str = ""
-    pid: int | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-    extra_env: dict[str, str] = field(default_factory=dict)
-    canaries: Canaries | None = None
-    check_output: str = ""
-    bystander: socket.socket | None = None
-    """A host listener the run's agent must not reach (its network namespace)."""
-
-    @property
-    def agent_logs(self) -> Path:
-        """Copies of the stack run dir's `agent/` files (the teardown removes the originals)."""
-        return self.root / "agent-logs"
-
-    @property
-    def records_dir(self) -> Path:
-        """Where the recorder writes `runs/<run_id>/`."""
-        return self.root / "records"
-
-    @property
-    def stacks_dir(self) -> Path:
-        """The deployer's runs root: stack run dirs live here while the run lasts."""
-        return self.root / "stacks"
-
-    @property
-    def progress(self) -> str:
-        """The CLI's progress lines (stderr), for failure messages."""
-        log = self.root / "stderr.log"
-        return log.read_text(errors="replace")[-4000:] if log.exists() else ""
-
-    def env(self) -> dict[str, str]:
-        """The operator's environment minus every SREFORGE_* setting, plus this run's."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SREFORGE_")}
-        env.update(
-            SREFORGE_HOME=str(self.root / "home"),
-            SREFORGE_RECORDER_RUNS_DIR=str(self.records_dir),
-            SREFORGE_RECORDER_BANK="false",
-            SREFORGE_DEPLOYER_RUNS_ROOT=str(self.stacks_dir),
-            SREFORGE_CORRELATOR_AGENTS=",".join(AGENTS),
-            SREFORGE_RUNNER_SCRIPTS_DIR=str(FIXTURES),
-            SREFORGE_LOG_FORMAT="json",
-        )
-        if self.cases is not None:  # every service and the CLI read this one
-            env["SREFORGE_USE_CASES"] = str(self.cases)
-        env.update(self.extra_env)
-        return env
-
-    def execute(self) -> None:
-        """Run the CLI to completion (or the limit), in its own session."""
-        argv = [sys.executable, "-m", "sreforge", "run", SCENARIO, "--agent", self.agent]
-        argv += ["--time-scale", TIME_SCALE, "--json"]
-        self.started = time.monotonic()
-        with (self.root / "stderr.log").open("w") as stderr:
-            proc = subprocess.Popen(
-                argv,
-                cwd=REPO,
-                env=self.env(),
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-                start_new_session=True,
-            )
-            self.pid = proc.pid
-            try:
-                self.stdout, _ = proc.communicate(timeout=RUN_LIMIT_S)
-            except subprocess.TimeoutExpired:
-                _kill_session(proc.pid)
-                self.stdout, _ = proc.communicate()
-            self.exit_code = proc.returncode
-        self.wall_s = time.monotonic() - self.started
-
-
-class RunPool:
-    """Starts every run at once, at most `parallel` at a time, in the order given."""
-
-    def __init__(self, base: Path, parallel: int, wanted: set[str]) -> None:
-        self.runs = {
-            name: _prepared(name, spec, base / name)
-            for name, spec in RUNS.items()
-            if name in wanted
-        }
-        self._slots = threading.Semaphore(parallel)
-        self._threads = [
-            threading.Thread(target=self._serve, args=(run,), daemon=True)
-            for run in self.runs.values()
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def _serve(self, run: Run) -> None:
-        with self._slots:
-            keeper = threading.Thread(target=_keep_agent_logs, args=(run,), daemon=True)
-            if run.canaries is not None:
-                keeper.start()
-            try:
-                run.execute()
-            finally:
-                run.done.set()
-                if keeper.is_alive():
-                    keeper.join(timeout=30)
-
-    def result(self, name: str) -> Run:
-        """The finished run `name` (fails the test if it never finishes)."""
-        run = self.runs[name]  # KeyError: a test missing from TEST_RUNS
-        if not run.done.wait(timeout=2 * RUN_LIMIT_S):
-            pytest.fail(f"run {name} did not finish in time:\n{run.progress}")
-        return run
-
-    def close(self) -> None:
-        """Kill whatever is still running and wait for the launcher threads."""
-        for run in self.runs.values():
-            if run.pid is not None and not run.done.is_set():
-                _kill_session(run.pid)
-        for thread in self._threads:
-            thread.join(timeout=30)
-        for run in self.runs.values():
-            if run.bystander is not None:
-                run.bystander.close()
-
-
-def _prepared(name: str, spec: RunSpec, root: Path) -> Run:
-    """The run's folder, with its own doctored copy of `use-cases/` when it needs one."""
-    root.mkdir()
-    run = Run(name, spec.agent, root)
-    if spec.doctor is not None:
-        run.cases = root / "cases"
-        shutil.copytree(REPO / "use-cases", run.cases, ignore=CASES_NOISE)
-        spec.doctor(run.cases)
-    if spec.prepare is not None:
-        spec.prepare(run)
-    return run
-
-
-def _keep_agent_logs(run: Run) -> None:
-    """Copy the agent's logs out of the stack run dir while the run lasts."""
-    run.agent_logs.mkdir(exist_ok=True)
-    while not run.done.wait(0.5):
-        for log in run.stacks_dir.glob("*/agent/*"):
-            with contextlib.suppress(OSError):  # gone with the teardown, or a dir
-                shutil.copyfile(log, run.agent_logs / log.name)
-
-
-def _kill_session(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
 def pool(request: pytest.FixtureRequest) -> Iterator[RunPool]:
     """The selected tests' runs, all started when the first asks; torn down after the module."""
-    selected = {item.name for item in request.session.items}
-    wanted = {run for test, run in TEST_RUNS.items() if test in selected}
-    base = Path(tempfile.mkdtemp(prefix="runs-"))
-    parallel = max(1, int(os.environ.get("SREFORGE_E2E_PARALLEL", "2")))
-    runs = RunPool(base, parallel, wanted)
-    try:
+    with open_pool(request, RUNS, TEST_RUNS, scripts_dir=FIXTURES) as runs:
         yield runs
-    finally:
-        runs.close()
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def finished(
-    pool: RunPool, name: str, *, graded: bool = True
-) -> tuple[Run, dict[str, Any], dict[str, Any]]:
-    """The run, its `--json` outcome and its one validated record (with signals if graded)."""
-    run = pool.result(name)
-    print(f"\n{name}: wall {run.wall_s:.1f} s, exit {run.exit_code}")
-    print("\n".join(line for line in run.progress.splitlines() if not line.startswith("{")))
-    lines = [line for line in run.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1, f"{name}: expected one JSON outcome, got {run.stdout!r}\n{run.progress}"
-    outcome = json.loads(lines[0])
-    records = sorted(run.records_dir.glob("*/record.json"))
-    assert len(records) == 1, f"{name}: expected one record, found {records}\n{run.progress}"
-    assert outcome["record"] == str(records[0]), f"{name}: CLI names {outcome['record']}"
-    record = json.loads(records[0].read_text())
-    for found in record["score"]["signals"]:
-        print(f"  {found['id']:<16} {found['satisfied']!s:<5} {found['detail']}")
-    jsonschema.validate(record, json.loads(SCHEMA.read_text()))
-    assert record["run_id"] == outcome["run_id"]
-    assert record["verdict"] == outcome["verdict"], f"{name}: record and CLI disagree"
-    if graded:
-        assert record["score"]["signals"], f"{name}: no signals: {outcome}\n{run.progress}"
-        assert isinstance(record["sli_series"], list)
-    live = {r.pid for r in pool.runs.values() if r is not run and r.pid and not r.done.is_set()}
-    assert_nothing_left(run, records[0].parent, live)
-    return run, outcome, record
-
-
-def assert_nothing_left(run: Run, record_dir: Path, live_runs: set[int]) -> None:
-    """No process of the run, no listener on a port its stack used, no stack run dir.
-
-    A run still going (`live_runs`: their CLI pids) may have leased a port this run
-    released: its listeners are its own, not this run's leftovers.
-    """
-    ports = _stack_ports(record_dir / "events.jsonl")
-    assert ports, f"{run.name}: no StackReady endpoints in the event log"
-    left_dirs = list(run.stacks_dir.iterdir()) if run.stacks_dir.exists() else []
-    assert not left_dirs, f"{run.name}: stack run dirs remain: {left_dirs}"
-    listening = {
-        conn.laddr.port
-        for conn in psutil.net_connections("tcp")
-        if conn.status == psutil.CONN_LISTEN and conn.laddr and not _started_by(conn.pid, live_runs)
-    }
-    assert not (ports & listening), f"{run.name}: ports still listening: {ports & listening}"
-    survivors = [p for p in psutil.process_iter(["pid", "cmdline"]) if _belongs(p, run)]
-    assert not survivors, f"{run.name}: processes remain: {[p.info for p in survivors]}"
-
-
-def _stack_ports(events: Path) -> set[int]:
-    for line in events.read_text().splitlines():
-        event = json.loads(line)["event"]
-        if event["type"] == "StackReady":
-            return {urlsplit(url).port or 0 for url in event["operator_endpoints"].values()}
-    return set()
-
-
-def _started_by(pid: int | None, runs: set[int]) -> bool:
-    """Whether `pid` descends from (or shares a session with) one of the `runs`' CLIs."""
-    if pid is None:
-        return False
-    try:
-        proc = psutil.Process(pid)
-        lineage = {pid, *(parent.pid for parent in proc.parents()), os.getsid(pid)}
-    except (ProcessLookupError, psutil.Error):
-        return False
-    return bool(lineage & runs)
-
-
-def _belongs(proc: psutil.Process, run: Run) -> bool:
-    try:
-        if run.pid is not None and os.getsid(proc.pid) == run.pid:
-            return True
-        if str(run.root) in " ".join(proc.info["cmdline"] or ()):
-            return True
-        return Path(proc.cwd()).is_relative_to(run.root)  # e.g. the app in the workspace
-    except (ProcessLookupError, psutil.Error):
-        return False
 
 
 @pytest.mark.timeout(300)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import pytest
 from sreforge_bus import Bus, ConsumerSpec, Delivery, Worker
-from sreforge_contracts import Event
+from sreforge_contracts import MAX_MESSAGE_BYTES, Event
 
 
 class Ping(Event):
@@ -46,8 +46,11 @@ async def start_worker(bus: Bus) -> AsyncIterator[StartWorker]:
         *,
         parse: Callable[[bytes], Any] = Ping.model_validate_json,
         concurrency: int = 4,
+        max_bytes: int | None = MAX_MESSAGE_BYTES,
     ) -> Worker[Any]:
-        worker = Worker(bus, spec, handler, parse=parse, concurrency=concurrency)
+        worker = Worker(
+            bus, spec, handler, parse=parse, concurrency=concurrency, max_bytes=max_bytes
+        )
         running.append((worker, asyncio.create_task(worker.run())))
         return worker
 

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
-from sreforge_bus import Bus, ConsumerSpec, Delivery, ReplyTimeout, bootstrap
+from sreforge_bus import (
+    HEADER_REPLY_TO,
+    STREAM,
+    Bus,
+    ConsumerSpec,
+    Delivery,
+    ReplyTimeout,
+    bootstrap,
+)
 from sreforge_bus.testing import Seen, consumer_settled, poll
 
 pytestmark = pytest.mark.integration
@@ -61,3 +69,25 @@ async def test_unanswered_command_times_out_but_is_stored(bus: Bus) -> None:
         await bus.command(SUBJECT, Start(scenario="a"), timeout=0.3)
     info = await bus.js.stream_info("SREFORGE")
     assert info.state.messages == 1
+
+
+async def test_a_reply_to_that_is_not_an_inbox_is_never_answered(
+    bus: Bus, start_worker: StartWorker
+) -> None:
+    """A sender's `Sreforge-Reply-To: sreforge.run.<id>.RunFailed` must not make the
+    consumer store its answer on another run's subject."""
+    spec = ConsumerSpec("starter", (SUBJECT,))
+    await bootstrap(bus, [spec])
+    seen: Seen[Start] = Seen()
+
+    async def handle(command: Start, delivery: Delivery) -> None:
+        await bus.reply(delivery, Accepted(run_id="forged"))
+        seen.add(command, delivery)
+
+    start_worker(spec, handle, parse=Start.model_validate_json)
+    victim = "sreforge.run.victim-run.RunFailed"
+    await bus.js.publish(SUBJECT, b'{"scenario": "a"}', headers={HEADER_REPLY_TO: victim})
+    await seen.wait_for(1)
+    await poll(lambda: consumer_settled(bus, "starter"), "the command acked")
+    info = await bus.js.stream_info(STREAM, subjects_filter=victim)
+    assert not info.state.subjects, "the answer was stored on the victim's subject"

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 from nats.js.api import StorageType
-from sreforge_bus import STREAM, Bus, ConsumerSpec, PublishError, bootstrap, follow
+from sreforge_bus import STREAM, Bus, ConsumerSpec, MessageTooLarge, PublishError, bootstrap, follow
 from sreforge_bus.testing import read_stream
-from sreforge_contracts import Event
+from sreforge_contracts import MAX_MESSAGE_BYTES, Event
 
 pytestmark = pytest.mark.integration
 
@@ -93,3 +93,14 @@ async def test_follow_replays_everything_then_tails_new_ones(bus: Bus, make_ping
     assert first.done(), "follow(deliver='new') yielded nothing within 10s"
     assert first.result().seq >= 4
     await tail.aclose()
+
+
+async def test_a_message_over_the_limit_is_refused_before_it_is_sent(bus: Bus) -> None:
+    """The bus never sends what the server would answer by closing the connection."""
+    subject = "sreforge.run.r1.test.ping"
+    with pytest.raises(MessageTooLarge, match=f"over the limit of {MAX_MESSAGE_BYTES} bytes"):
+        await bus.publish_raw(subject, b"x" * (MAX_MESSAGE_BYTES + 1))
+    with pytest.raises(MessageTooLarge, match="max payload"):
+        await bus.publish_raw(subject, b"x", {"Sreforge-Pad": "y" * bus.nc.max_payload})
+    assert bus.nc.is_connected
+    assert (await bus.publish_raw(subject, b"x" * MAX_MESSAGE_BYTES)).seq >= 1

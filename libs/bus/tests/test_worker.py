@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from sreforge_bus import (
+    HEADER_DEADLETTER_BODY_DROPPED,
     HEADER_DEADLETTER_DURABLE,
     HEADER_DEADLETTER_ERROR,
     HEADER_DEADLETTER_NUM_DELIVERED,
@@ -24,7 +25,9 @@ from sreforge_bus import (
     run_of_subject,
 )
 from sreforge_bus.testing import Seen, consumer_settled, poll, read_stream
-from sreforge_contracts import Event
+from sreforge_contracts import MAX_MESSAGE_BYTES, Event
+
+from .conftest import Ping
 
 pytestmark = pytest.mark.integration
 
@@ -324,3 +327,64 @@ def test_the_run_of_a_subject_is_named_only_for_run_events(
 ) -> None:
     """Only `sreforge.run.<valid run id>.<Type>` names a run; commands and triggers do not."""
     assert run_of_subject(subject) == run_id
+
+
+async def test_an_oversize_message_is_dead_lettered_without_its_body_and_the_bus_stays_up(
+    bus: Bus, make_ping: MakePing, start_worker: StartWorker
+) -> None:
+    """A ~1 MB body (as a foreign client can store it) is refused unparsed; its dead letter
+    leaves the body out, so it cannot exceed the server's max payload and close our connection.
+    """
+    spec = ConsumerSpec("svc", (PINGS,))
+    await bootstrap(bus, [spec])
+    seen: Seen[Any] = Seen()
+    parsed: list[int] = []
+
+    def parse(data: bytes) -> Any:
+        parsed.append(len(data))
+        return Ping.model_validate_json(data)
+
+    async def handle(event: Any, delivery: Delivery) -> None:
+        seen.add(event, delivery)
+
+    start_worker(spec, handle, parse=parse)
+    subject = "sreforge.run.r1.test.ping"
+    huge = b'{"n": 1, "pad": "' + b"x" * 1_000_000 + b'"}'
+    await bus.js.publish(subject, huge)  # past our own guard, like `nats pub`
+    await bus.publish(make_ping(2))
+    await seen.wait_for(1)
+    assert [event.n for event, _, _ in seen.items] == [2]
+    assert len(huge) not in parsed, "an oversize body must be refused before parsing"
+
+    [dead] = await read_stream(bus, "sreforge.deadletter.svc", 1)
+    assert dead.data == b""
+    assert dead.headers[HEADER_DEADLETTER_BODY_DROPPED] == str(len(huge))
+    assert f"over the limit of {MAX_MESSAGE_BYTES} bytes" in dead.headers[HEADER_DEADLETTER_ERROR]
+    assert bus.nc.is_connected
+    await poll(lambda: consumer_settled(bus, "svc"), "oversize terminated, good event acked")
+
+
+async def test_a_dead_letter_that_would_outgrow_the_max_payload_drops_the_body(
+    bus: Bus, make_ping: MakePing, start_worker: StartWorker
+) -> None:
+    """With no size limit in the worker, a failing ~1 MB message still dead-letters safely:
+    the old worker re-published body plus headers over 1 MiB and the server cut it off."""
+    spec = ConsumerSpec("svc", (PINGS,), max_deliver=1)
+    await bootstrap(bus, [spec])
+    seen: Seen[Any] = Seen()
+
+    async def handle(event: Any, delivery: Delivery) -> None:
+        if len(delivery.data) > MAX_MESSAGE_BYTES:
+            raise RuntimeError("too big to handle")
+        seen.add(event, delivery)
+
+    start_worker(spec, handle, parse=lambda data: data, max_bytes=None)
+    room = bus.nc.max_payload - 64
+    await bus.js.publish("sreforge.run.r1.test.ping", b"x" * room)
+    await bus.publish(make_ping(2))
+    await seen.wait_for(1)
+    [dead] = await read_stream(bus, "sreforge.deadletter.svc", 1)
+    assert dead.data == b""
+    assert dead.headers[HEADER_DEADLETTER_BODY_DROPPED] == str(room)
+    assert "too big to handle" in dead.headers[HEADER_DEADLETTER_ERROR]
+    assert bus.nc.is_connected

@@ -10,6 +10,7 @@ from sreforge_contracts import (
     AgentContext,
     BriefReady,
     CiResult,
+    CiTestSet,
     CleanedUp,
     ContractError,
     Deployed,
@@ -241,3 +242,21 @@ def test_bad_events_name_the_field(payload: bytes, field: str, fragment: str) ->
         parse_event(payload)
     assert caught.value.field == field
     assert fragment in str(caught.value)
+
+
+def test_ci_test_sets_reach_the_record_and_old_results_still_parse() -> None:
+    """The record's `ci` names each test set with its counts; a result without sets is valid."""
+    sets = [
+        CiTestSet(name="submitted", green=True, exit_code=0, passed=5, duration_ms=10),
+        CiTestSet(name="handoff", green=False, exit_code=1, passed=3, failed=1, duration_ms=9),
+    ]
+    result = CiResult(
+        run_id=RUN, producer="d", green=False, output="", duration_ms=20, test_sets=sets
+    )
+    outcome = parse_event(result.model_dump_json().encode()).outcome()  # type: ignore[union-attr]
+    assert outcome.test_sets == sets
+    old = b'{"type": "CiResult", "run_id": "abc-1", "producer": "d", "green": true,'
+    old += b' "output": "", "duration_ms": 1}'
+    parsed = parse_event(old)
+    assert isinstance(parsed, CiResult)
+    assert parsed.outcome().test_sets is None

@@ -85,6 +85,32 @@ def test_seed_manifest_loads_with_every_section(scenario_dir: Path) -> None:
             "load_active_during_scoring = true\nservice_ok_ratio = 0.9",
             "verify.service_ok_ratio: unknown field",
         ),
+        (
+            "load_active_during_scoring = true",
+            'load_active_during_scoring = true\nci_changed_tests = ["../tests/test_x.py"]',
+            "verify.ci_changed_tests: '../tests/test_x.py' is not a test path",
+        ),
+        (
+            "load_active_during_scoring = true",
+            'load_active_during_scoring = true\nci_changed_tests = ["tests/notes.txt::t"]',
+            "verify.ci_changed_tests: 'tests/notes.txt::t' does not name a .py",
+        ),
+        (
+            "load_active_during_scoring = true",
+            "load_active_during_scoring = true\nclient_latency_objective_seconds = 0.3",
+            "verify: client_latency_objective_ratio: the client latency objective needs both",
+        ),
+        (
+            "load_active_during_scoring = true",
+            "load_active_during_scoring = true\nclient_latency_objective_seconds = 0\n"
+            "client_latency_objective_ratio = 0.99",
+            "verify.client_latency_objective_seconds:",
+        ),
+        (
+            "load_active_during_scoring = true",
+            "load_active_during_scoring = true\ntelemetry = { app_requests_promql = 'x' }",
+            "verify.telemetry.load_requests_promql: required field missing",
+        ),
         ("continuous = true", "continuous = true\nsurprise = 1", "inject.surprise: unknown field"),
         ('profile    = "incident"', 'profile    = "drill"', "profile: Input should be"),
         ("[expected]", "[expectations]", "expectations: unknown field"),

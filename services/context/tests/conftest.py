@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
-from collections.abc import Callable
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -135,3 +141,119 @@ def bookshelf_workspace(tmp_path: Path) -> Path:
 def run_git() -> Callable[..., str]:
     """`git` as a fixture: (repo, *args, env=…) → stdout."""
     return git
+
+
+@dataclass
+class FakeApp:
+    """A real loopback HTTP server playing an app: a `Server:` banner and bodies by path."""
+
+    url: str
+    server_version: str
+    bodies: dict[str, str]
+
+
+@pytest.fixture
+def http_app() -> Iterator[Callable[..., str]]:
+    """Start loopback HTTP servers: (server_version, {path: body}) → its URL; stopped after."""
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(server_version: str = "gunicorn", bodies: dict[str, str] | None = None) -> str:
+        app = FakeApp("", server_version, bodies or {"/": "ok\n"})
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = app.bodies.get(self.path)
+                data = (body if body is not None else "not found\n").encode()
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def version_string(self) -> str:
+                return app.server_version
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        app.url = f"http://127.0.0.1:{server.server_address[1]}"
+        return app.url
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+PLANTED_PROMETHEUS_CONFIG = """\
+global: {{scrape_interval: 1s, evaluation_interval: 1s}}
+rule_files: [rules.yml]
+scrape_configs:
+  - job_name: shop-api
+    static_configs:
+      - targets: ["127.0.0.1:{port}"]
+        labels: {{team: fault-drills}}
+"""
+PLANTED_PROMETHEUS_RULES = """\
+groups:
+  - name: shop
+    rules:
+      - alert: ShopCheckoutLatencyHigh
+        expr: vector(1) > 0
+        labels: {service: shop-api}
+        annotations: {summary: "watched by the oracle"}
+"""
+
+
+@pytest.fixture
+def planted_prometheus(tmp_path: Path) -> Iterator[str]:
+    """A real Prometheus whose target carries a `team: fault-drills` label and whose rule
+    carries an annotation naming the oracle; yields its URL once ready."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.fail("the prometheus binary is missing (apt install prometheus)")
+    home = tmp_path / "prometheus"
+    home.mkdir()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (home / "prometheus.yml").write_text(PLANTED_PROMETHEUS_CONFIG.format(port=port))
+    (home / "rules.yml").write_text(PLANTED_PROMETHEUS_RULES)
+    log = (home / "prometheus.log").open("wb")
+    process = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={home / 'prometheus.yml'}",
+            f"--storage.tsdb.path={home / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(f"{url}/-/ready", process, home / "prometheus.log")
+        _wait_ready(f"{url}/api/v1/targets", process, home / "prometheus.log", needle="fault")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, needle: str = "") -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"prometheus exited {process.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200 and needle.encode() in response.read():
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"{url} did not answer {needle!r} within 30s: {log.read_text()[-2000:]}")

@@ -65,6 +65,18 @@ async def handled_twice(bus: Bus, event: RunTriggered) -> None:
     await poll(lambda: consumer_settled(bus, "context"), "context to handle the redelivery")
 
 
+async def aborted_once(bus: Bus, state: RunState) -> RunFailed:
+    """Put `state`, deliver its RunTriggered twice; the one RunFailed(aborted) it caused."""
+    await bus.runs.put(state.run_id, state.model_dump_json().encode())
+    await handled_twice(bus, triggered(state.run_id))
+    failures = await stored(bus, f"sreforge.run.{state.run_id}.RunFailed")
+    assert len(failures) == 1
+    failed = parse_event(failures[0])
+    assert isinstance(failed, RunFailed)
+    assert (failed.stage, failed.verdict) == ("context", "aborted")
+    return failed
+
+
 async def test_run_triggered_yields_one_brief_even_when_redelivered(
     context_service: Bus, git_repo: GitRepo, clean_files: dict[str, str], make_state: MakeState
 ) -> None:
@@ -89,13 +101,7 @@ async def test_a_planted_leak_fails_the_run_instead(
     bus = context_service
     files = {**clean_files, "docs/plan.md": "Fault arrives at 10:00.\n"}
     state = make_state(git_repo(files), run_id="run-ctx-leak")
-    await bus.runs.put(state.run_id, state.model_dump_json().encode())
-    await handled_twice(bus, triggered(state.run_id))
-    failures = await stored(bus, f"sreforge.run.{state.run_id}.RunFailed")
-    assert len(failures) == 1
-    failed = parse_event(failures[0])
-    assert isinstance(failed, RunFailed)
-    assert (failed.stage, failed.verdict) == ("context", "aborted")
+    failed = await aborted_once(bus, state)
     assert "harness word 'fault' in workspace file docs/plan.md line 1" in failed.reason
     assert await stored(bus, f"sreforge.run.{state.run_id}.BriefReady") == []
 
@@ -130,3 +136,24 @@ async def test_an_unknown_scenario_is_an_engine_error(
     assert isinstance(failed, RunFailed)
     assert failed.verdict == "error"
     assert "'gone-away'" in failed.reason
+
+
+async def test_a_telling_endpoint_aborts_the_run_before_hand_off(
+    context_service: Bus,
+    git_repo: GitRepo,
+    clean_files: dict[str, str],
+    make_state: MakeState,
+    http_app: Callable[..., str],
+) -> None:
+    """The stack's API answering with a harness banner → RunFailed(aborted), reason from the
+    guard naming the endpoint and the tell; no BriefReady."""
+    bus = context_service
+    state = make_state(git_repo(clean_files), run_id="run-ctx-banner")
+    assert state.stack is not None
+    endpoints = {**state.stack.agent_endpoints, "shop-api": http_app("sreforge-shop/0.1")}
+    stack = state.stack.model_copy(update={"agent_endpoints": endpoints})
+    state = state.model_copy(update={"stack": stack})
+    failed = await aborted_once(bus, state)
+    assert failed.reason.startswith("contamination guard:")
+    assert "harness word 'sreforge' in endpoint shop-api / line" in failed.reason
+    assert await stored(bus, f"sreforge.run.{state.run_id}.BriefReady") == []

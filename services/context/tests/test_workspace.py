@@ -58,7 +58,9 @@ def test_a_tell_in_a_commit_message_is_caught(
     """Commit messages are agent-visible."""
     repo = git_repo(clean_files)
     run_git(repo, "commit", "-q", "--allow-empty", "-m", "Prepare checkout-slow run")
-    assert [what for what, _ in _where(repo)] == ["scenario id"]
+    found = _where(repo)
+    assert {what for what, _ in found} == {"scenario id"}
+    assert {where.split(" ")[1] for _, where in found} == {"commit", "dir"}  # + reflog, EDITMSG
 
 
 def test_a_tell_in_an_author_name_is_caught(
@@ -68,7 +70,9 @@ def test_a_tell_in_an_author_name_is_caught(
     repo = git_repo(clean_files)
     bot = {"GIT_AUTHOR_NAME": "Harness Bot", "GIT_AUTHOR_EMAIL": "bot@example.org"}
     run_git(repo, "commit", "-q", "--allow-empty", "-m", "Tidy", env=bot)
-    assert [what for what, _ in _where(repo)] == ["harness word 'harness'"]
+    found = _where(repo)
+    assert {what for what, _ in found} == {"harness word 'harness'"}
+    assert any(where.startswith("git commit ") for _, where in found)
 
 
 @pytest.mark.parametrize("kind", ["branch", "tag"])
@@ -98,6 +102,15 @@ def test_the_submit_sentinel_dir_is_not_scanned(
     (repo / ".oncall").mkdir()
     (repo / ".oncall" / "submitted").write_text("{}")
     assert _where(repo) == []
+
+
+def test_a_symlink_target_is_read_not_followed(
+    git_repo: GitRepo, clean_files: dict[str, str], tmp_path: Path
+) -> None:
+    """`readlink` shows where a link points, e.g. at a folder outside the workspace."""
+    repo = git_repo(clean_files)
+    (repo / "docs").symlink_to(tmp_path / "solution-notes")
+    assert _where(repo) == [("harness word 'solution'", "workspace file docs")]
 
 
 def test_binary_files_are_skipped(git_repo: GitRepo, clean_files: dict[str, str]) -> None:

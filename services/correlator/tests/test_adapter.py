@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 
 import pytest
-from sreforge_bus import HEADER_MSG_ID, Bus
+from sreforge_bus import HEADER_MSG_ID, HEADER_REPLY_TO, Bus
 from sreforge_bus.testing import consumer_settled, poll, read_stream
 from sreforge_contracts import (
+    MAX_JSON_DEPTH,
+    MAX_MESSAGE_BYTES,
     Recorded,
     RunFailed,
     RunRejected,
@@ -277,3 +280,61 @@ async def test_a_recorded_run_forgets_its_scratch_keys_and_keeps_its_guards(
     await _settled(bus)
     assert await RunLedger(bus.runs).forget(await run_state(bus, run_id)) == []
     assert await RunLedger(bus.runs).run_ids() == [run_id]
+
+
+async def _command_past_the_guard(bus: Bus, body: bytes) -> RunStartReply:
+    """Send `run.start` as a foreign client can (`nats pub`), past our own size guard."""
+    inbox = bus.nc.new_inbox()
+    sub = await bus.nc.subscribe(inbox, max_msgs=1)
+    await bus.js.publish("sreforge.run.start", body, headers={HEADER_REPLY_TO: inbox})
+    answer = await sub.next_msg(timeout=20)
+    return RunStartReply.model_validate_json(answer.data)
+
+
+@pytest.mark.timeout(60)
+async def test_an_oversize_run_start_is_rejected_and_the_engine_keeps_answering(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """The ~1 MB run.start that once closed the engine's connection for good: now a
+    RunRejected naming the limit, no dead letter, and the next run.start is accepted."""
+    labels = {"pad": "x" * 1_000_000}  # a valid field: only its size is wrong
+    body = json.dumps({"scenario": SCENARIO, "agent": "noop", "labels": labels})
+    reply = await _command_past_the_guard(bus, body.encode())
+    assert not reply.accepted
+    assert reply.error is not None
+    assert f"over the limit of {MAX_MESSAGE_BYTES} bytes" in reply.error
+    [message] = await read_stream(bus, f"sreforge.run.{reply.run_id}.RunRejected", 1)
+    assert isinstance(parse_event(message.data), RunRejected)
+    assert bus.nc.is_connected
+    after = await start_run(bus)
+    assert after.accepted, after.error
+    info = await bus.js.stream_info("SREFORGE", subjects_filter="sreforge.deadletter.>")
+    assert not info.state.subjects, "the oversize command must not be re-published"
+
+
+@pytest.mark.timeout(60)
+async def test_a_deeply_nested_run_start_is_rejected_with_a_reply(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """100 000 levels of nesting: a RunRejected naming the depth limit, not a crashed handler."""
+    depth = 100_000
+    body = b'{"scenario": "latency-cache-stampede", "x": ' + b"[" * depth + b"]" * depth + b"}"
+    reply = await _command_past_the_guard(bus, body)
+    assert not reply.accepted
+    assert reply.error is not None
+    assert f"over the limit of {MAX_JSON_DEPTH}" in reply.error
+    [message] = await read_stream(bus, f"sreforge.run.{reply.run_id}.RunRejected", 1)
+    assert isinstance(parse_event(message.data), RunRejected)
+
+
+async def test_a_path_like_agent_label_is_rejected_before_any_run_is_requested(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """`scripted:../../x` gets RunRejected; no RunRequested, so no stack is ever deployed."""
+    reply = await start_run(bus, agent="scripted:../../x")
+    assert not reply.accepted
+    assert reply.error is not None
+    assert "is not an agent label" in reply.error
+    await _settled(bus)
+    info = await bus.js.stream_info("SREFORGE", subjects_filter="sreforge.run.*.RunRequested")
+    assert not info.state.subjects

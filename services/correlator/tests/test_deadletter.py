@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from sreforge_bus import (
+    HEADER_DEADLETTER_BODY_DROPPED,
     HEADER_DEADLETTER_DURABLE,
     HEADER_DEADLETTER_ERROR,
     HEADER_DEADLETTER_RUN_ID,
@@ -23,6 +24,7 @@ from sreforge_bus import (
 )
 from sreforge_bus.testing import consumer_settled, poll, read_stream
 from sreforge_contracts import (
+    MAX_MESSAGE_BYTES,
     Event,
     RunFailed,
     TriggerFired,
@@ -238,3 +240,26 @@ def test_a_dead_letter_names_its_run_from_the_header_or_the_body() -> None:
     assert malformed.error == "no error recorded"
     trigger = TriggerFired(trigger=alert(), producer="trigger").model_dump_json().encode()
     assert DeadLetter.read(trigger, {}, "sreforge.deadletter.pager").route == alert().route
+
+
+@pytest.mark.timeout(60)
+async def test_an_oversize_event_fails_its_run_without_a_larger_dead_letter(
+    bus: Bus, correlator: CorrelatorService
+) -> None:
+    """A ~1 MB event on a live run's subject (as `nats pub` can store it): dead-lettered
+    unparsed with its body left out, and the run ends `error` with the limit named."""
+    reply = await start_run(bus)
+    assert reply.run_id is not None
+    run_id = reply.run_id
+    huge = b'{"type": "StackReady", "pad": "' + b"x" * 1_000_000 + b'"}'
+    await bus.js.publish(f"sreforge.run.{run_id}.StackReady", huge)
+    [message] = await read_stream(bus, f"sreforge.run.{run_id}.RunFailed", 1)
+    failed = parse_event(message.data)
+    assert isinstance(failed, RunFailed)
+    assert (failed.stage, failed.verdict) == ("correlator-events", "error")
+    assert f"over the limit of {MAX_MESSAGE_BYTES} bytes" in failed.reason
+    [dead] = await read_stream(bus, "sreforge.deadletter.correlator-events", 1)
+    assert dead.data == b""
+    assert dead.headers[HEADER_DEADLETTER_BODY_DROPPED] == str(len(huge))
+    assert bus.nc.is_connected
+    assert (await start_run(bus)).accepted, "the engine keeps answering"

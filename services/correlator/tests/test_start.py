@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from sreforge_contracts import RUN_ID_PATTERN, RunRejected
+from sreforge_contracts import MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, RUN_ID_PATTERN, RunRejected
 from sreforge_correlator import (
     BUILTIN_AGENTS,
     Accepted,
@@ -140,3 +140,69 @@ def test_every_profile_in_the_catalog_is_a_known_agent(tmp_path: Path) -> None:
     settings = CorrelatorSettings(agents_dir=tmp_path)
     assert "my-agent" in settings.known_agents
     assert set(BUILTIN_AGENTS) <= settings.known_agents
+
+
+@pytest.mark.parametrize(
+    "agent",
+    ["scripted:../../x", "scripted:/etc/passwd", "scripted:a/b", "scripted:..", "Noop", "noop:"],
+)
+def test_an_agent_label_that_could_name_a_path_is_refused_before_any_stack(agent: str) -> None:
+    """`scripted:../../x` used to be accepted, and a whole stack came up before the runner
+    refused it: the label's syntax is checked at run.start."""
+    decision = _decide(scenario="latency-cache-stampede", agent=agent)
+    assert isinstance(decision, Rejected)
+    assert f"agent: {agent!r} is not an agent label" in decision.reason
+
+
+def test_an_oversize_body_is_refused_naming_the_limit() -> None:
+    """A ~1 MB run.start gets a RunRejected that says the limit, not a dead letter."""
+    decision = _decide(scenario="latency-cache-stampede", agent="noop", pad="x" * 1_000_000)
+    assert isinstance(decision, Rejected)
+    assert f"over the limit of {MAX_MESSAGE_BYTES} bytes" in decision.reason
+    assert decision.event.scenario is None, "an oversize body is not read for its scenario"
+
+
+def test_deep_nesting_is_refused_not_a_recursion_error() -> None:
+    """The rejection path read the scenario with json.loads, which recursed until it crashed."""
+    depth = 100_000
+    body = b'{"scenario": "latency-cache-stampede", "x": ' + b"[" * depth + b"]" * depth + b"}"
+    decision = decide_start(body, PLAN, CATALOG.manifest, AGENTS)
+    assert isinstance(decision, Rejected)
+    assert f"over the limit of {MAX_JSON_DEPTH}" in decision.reason
+
+
+def test_a_scripted_fixture_that_does_not_exist_is_refused_at_run_start(tmp_path: Path) -> None:
+    """`scripted:<name>` is looked up where the runner looks (the scenario's negatives, the
+    scripts dir) before any stack is built; a present one is accepted from either place."""
+    (tmp_path / "extra-fixture.sh").write_text("true\n")
+    catalog = ScenarioCatalog(default_use_cases(), scripts_dir=tmp_path)
+
+    def decide(agent: str) -> Accepted | Rejected:
+        body = json.dumps({"scenario": "latency-cache-stampede", "agent": agent}).encode()
+        return decide_start(body, PLAN, catalog.manifest, AGENTS, catalog.check_script)
+
+    missing = decide("scripted:no-such-fixture")
+    assert isinstance(missing, Rejected)
+    assert "agent: scripted:no-such-fixture: no no-such-fixture[.patch|.sh] in" in missing.reason
+    assert str(tmp_path) in missing.reason
+    assert isinstance(decide("scripted:longer-ttl"), Accepted)
+    assert isinstance(decide("scripted:extra-fixture"), Accepted)
+
+
+def test_a_body_with_thousands_of_problems_gets_a_refusal_that_fits_on_the_bus() -> None:
+    """16 000 bad labels made a ~900 KB reason, too big for the RunRejected that records it."""
+    labels = {f"k{i}": i for i in range(16_000)}
+    body = json.dumps({"scenario": "x" * 200, "agent": "noop", "labels": labels}).encode()
+    decision = decide_start(body, PLAN, CATALOG.manifest, AGENTS)
+    assert isinstance(decision, Rejected)
+    assert "more problems" in decision.reason
+    assert len(decision.event.model_dump_json()) < 8 * 1024
+    assert decision.event.scenario is None
+
+
+def test_labels_too_large_to_carry_through_the_run_are_refused() -> None:
+    """A 200 KB label fits in a run.start but not in the RunRequested, state and record
+    that copy it: accepted, it left a run in KV that could never be announced."""
+    decision = _decide(scenario="latency-cache-stampede", agent="noop", labels={"a": "x" * 200_000})
+    assert isinstance(decision, Rejected)
+    assert "labels: 200001 characters, over the limit of 16384" in decision.reason

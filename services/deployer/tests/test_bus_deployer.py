@@ -166,6 +166,8 @@ async def test_run_provisions_merges_redeploys_and_cleans_up_once_each(
     ci = await deployer.one(run_id, CiResult)
     assert isinstance(ci, CiResult)
     assert ci.green, ci.output
+    sets = [(ran.name, ran.passed) for ran in ci.test_sets or []]
+    assert sets == [("submitted", 1)], "tiny-ok's base has no tests: no hand-off set"
     assert isinstance(deployed, Deployed)
     assert deployed.redeployed, deployed.error
     assert deployed.readiness == "skipped", "tiny-ok has READINESS_GATE=off"

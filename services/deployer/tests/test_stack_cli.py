@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from sreforge_deployer import list_stacks
+from sreforge_deployer._state import StackRecord
 
 from sreforge._stack_cli import (
     add_stack_commands,
@@ -137,3 +138,54 @@ def test_scenario_resolves_by_id_and_rejects_bad_ids() -> None:
     assert resolve_scenario("latency-cache-stampede") == STAMPEDE.resolve()
     with pytest.raises(ValueError, match="must match"):
         resolve_scenario("../etc")
+
+
+def _record_on_disk(
+    root: Path, run_id: str, owner: subprocess.Popen[bytes], home: Path | None
+) -> Path:
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True)
+    record = StackRecord(
+        run_id=run_id,
+        scenario_id="tiny-ok",
+        run_dir=run_dir,
+        owner_pid=owner.pid,
+        time_scale=0.1,
+        engine_home=home,
+    )
+    record.write()
+    return run_dir
+
+
+@pytest.mark.timeout(60)
+def test_stack_down_all_touches_only_the_stacks_of_this_engine_home(
+    cli_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The runs root is shared by every home: `--all` in home A stops A's stack and leaves
+    home B's and an older record (no home) alone, saying so."""
+    home_a, home_b = tmp_path / "home-a", tmp_path / "home-b"
+    owners = [subprocess.Popen(["sleep", "300"]) for _ in range(3)]
+    try:
+        mine = _record_on_disk(cli_root, "run-a", owners[0], home_a)
+        theirs = _record_on_disk(cli_root, "run-b", owners[1], home_b)
+        legacy = _record_on_disk(cli_root, "run-old", owners[2], None)
+        monkeypatch.setenv("SREFORGE_HOME", str(home_a))
+        monkeypatch.delenv("SREFORGE_DEPLOYER_ENGINE_HOME", raising=False)  # an engine's wiring
+        assert _down("--all") == 0
+        out = capsys.readouterr().out
+        assert "run-a: torn down" in out
+        assert owners[0].wait(timeout=30) is not None
+        assert not mine.exists()
+        assert owners[1].poll() is None
+        assert theirs.is_dir()
+        assert owners[2].poll() is None
+        assert legacy.is_dir()
+        assert f"run-b: left alone: started from engine home {home_b}" in out
+        assert "run-old: left alone: its record names no engine home" in out
+    finally:
+        for owner in owners:
+            owner.kill()
+            owner.wait()

@@ -1,4 +1,4 @@
-"""Real servers for the oracle's probe tests: a Prometheus and two load-generator exporters."""
+"""Real servers for the oracle's probe tests: Prometheus, Alertmanager, load-generator exporters."""
 
 from __future__ import annotations
 
@@ -146,14 +146,14 @@ def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, deadline_s
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            pytest.fail(f"prometheus exited {process.returncode}: {log.read_text()[-2000:]}")
+            pytest.fail(f"{log.stem} exited {process.returncode}: {log.read_text()[-2000:]}")
         try:
             if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.05)
-    pytest.fail(f"prometheus not ready at {url} within {deadline_s}s: {log.read_text()[-2000:]}")
+    pytest.fail(f"{log.stem} not ready at {url} within {deadline_s}s: {log.read_text()[-2000:]}")
 
 
 def stop_group(process: subprocess.Popen[bytes]) -> None:
@@ -166,22 +166,13 @@ def stop_group(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
-    """A real Prometheus (100 ms scrape and eval) with the test rules and two exporters."""
+def launch_prometheus(home: Path, port: int) -> subprocess.Popen[bytes]:
+    """Start Prometheus on `port` with `home`'s config and data (appending to its log)."""
     binary = shutil.which("prometheus")
     if binary is None:
         pytest.fail("the prometheus binary is missing (apt install prometheus)")
-    home = tmp_path_factory.mktemp("prometheus")
-    steady, doomed = start_exporter(20.0, 19.5), start_exporter(10.0, 10.0)
-    (home / "rules.yml").write_text(RULES)
-    (home / "prometheus.yml").write_text(
-        CONFIG.format(steady=steady.server.server_port, doomed=doomed.server.server_port)
-    )
-    port = free_port()
-    log = home / "prometheus.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
+    with (home / "prometheus.log").open("ab") as out:
+        return subprocess.Popen(
             [
                 binary,
                 f"--config.file={home / 'prometheus.yml'}",
@@ -192,14 +183,69 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    """A real Prometheus (100 ms scrape and eval) with the test rules and two exporters."""
+    home = tmp_path_factory.mktemp("prometheus")
+    steady, doomed = start_exporter(20.0, 19.5), start_exporter(10.0, 10.0)
+    (home / "rules.yml").write_text(RULES)
+    (home / "prometheus.yml").write_text(
+        CONFIG.format(steady=steady.server.server_port, doomed=doomed.server.server_port)
+    )
+    port = free_port()
+    process = launch_prometheus(home, port)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(url, process, log, deadline_s=30)
+        wait_ready(url, process, home / "prometheus.log", deadline_s=30)
         yield Prometheus(url, steady, doomed)
     finally:
         stop_group(process)
         steady.stop()
         doomed.stop()
+
+
+ALERTMANAGER_CONFIG = """\
+route: {receiver: sink}
+receivers: [{name: sink}]
+"""
+
+
+def launch_alertmanager(home: Path, port: int) -> subprocess.Popen[bytes]:
+    """Start Alertmanager on `port` with `home`'s config (clustering off)."""
+    binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+    if binary is None:
+        pytest.fail("the alertmanager binary is missing (apt install prometheus-alertmanager)")
+    if not (home / "alertmanager.yml").exists():
+        (home / "alertmanager.yml").write_text(ALERTMANAGER_CONFIG)
+    with (home / "alertmanager.log").open("ab") as out:
+        return subprocess.Popen(
+            [
+                binary,
+                f"--config.file={home / 'alertmanager.yml'}",
+                f"--storage.path={home / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--cluster.listen-address=",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+@pytest.fixture(scope="module")
+def alertmanager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Alertmanager's URL (nothing sends it alerts)."""
+    home = tmp_path_factory.mktemp("alertmanager")
+    port = free_port()
+    process = launch_alertmanager(home, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, process, home / "alertmanager.log", deadline_s=30)
+        yield url
+    finally:
+        stop_group(process)
 
 
 @pytest.fixture
@@ -242,3 +288,57 @@ def use_cases(tmp_path: Path) -> UseCases:
     """An empty `use-cases/` root for test scenarios."""
     (tmp_path / "use-cases").mkdir()
     return UseCases(tmp_path / "use-cases")
+
+
+@dataclass
+class Plane:
+    """A restartable Prometheus and Alertmanager of one test."""
+
+    home: Path
+    prometheus_port: int
+    alertmanager_port: int
+    processes: dict[str, subprocess.Popen[bytes]]
+
+    @property
+    def prometheus(self) -> str:
+        """Prometheus's URL."""
+        return f"http://127.0.0.1:{self.prometheus_port}"
+
+    @property
+    def alertmanager(self) -> str:
+        """Alertmanager's URL."""
+        return f"http://127.0.0.1:{self.alertmanager_port}"
+
+    def start(self, name: str) -> None:
+        """Start `prometheus` or `alertmanager` on its port and wait until it is ready."""
+        if name == "prometheus":
+            process = launch_prometheus(self.home, self.prometheus_port)
+            wait_ready(self.prometheus, process, self.home / "prometheus.log", deadline_s=30)
+        else:
+            process = launch_alertmanager(self.home, self.alertmanager_port)
+            wait_ready(self.alertmanager, process, self.home / "alertmanager.log", deadline_s=30)
+        self.processes[name] = process
+
+    def restart(self, name: str) -> None:
+        """Stop the server and start it again on the same port (a new start time)."""
+        stop_group(self.processes[name])
+        self.start(name)
+
+    def reload_prometheus(self) -> None:
+        """SIGHUP: Prometheus rereads its config and rules (its lifecycle API is off)."""
+        os.kill(self.processes["prometheus"].pid, signal.SIGHUP)
+
+
+@pytest.fixture
+def plane(tmp_path: Path) -> Iterator[Plane]:
+    """A Prometheus (the conftest rules, two jobs) and an Alertmanager, started for one test."""
+    (tmp_path / "rules.yml").write_text(RULES)
+    (tmp_path / "prometheus.yml").write_text(CONFIG.format(steady=free_port(), doomed=free_port()))
+    running = Plane(tmp_path, free_port(), free_port(), {})
+    try:
+        running.start("alertmanager")
+        running.start("prometheus")
+        yield running
+    finally:
+        for process in running.processes.values():
+            stop_group(process)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
@@ -111,18 +112,25 @@ def settings(use_cases: UseCases) -> OracleSettings:
     )
 
 
-async def put_run(bus: Bus, run_id: str, scenario: str, prometheus_url: str) -> None:
+async def put_run(
+    bus: Bus, run_id: str, scenario: str, prometheus_url: str, alertmanager_url: str = ""
+) -> None:
+    """The run's state as the correlator keeps it: armed now, after the monitoring plane began."""
+    endpoints = {"prometheus": prometheus_url}
+    if alertmanager_url:
+        endpoints["alertmanager"] = alertmanager_url
     state = RunState(
         run_id=run_id,
         scenario_id=scenario,
         agent="reference",
         time_scale=TIME_SCALE,
         alert_route=f"r-{run_id}",
+        armed_at=datetime.now(UTC),
         stack=StackInfo(
             stack="oracle-test-stack",
             run_dir="/nonexistent",
             agent_endpoints={},
-            operator_endpoints={"prometheus": prometheus_url},
+            operator_endpoints=endpoints,
         ),
     )
     await bus.runs.put(run_id, state.model_dump_json().encode())
@@ -182,11 +190,19 @@ async def stored(bus: Bus, run_id: str, kind: str) -> int:
     return (info.state.subjects or {}).get(subject, 0)
 
 
+@dataclass(frozen=True)
+class Plane:
+    """The conftest Prometheus (`url`) and Alertmanager: a run's monitoring plane."""
+
+    url: str
+    alertmanager: str
+
+
 @pytest.fixture
-async def warm(prometheus: Prometheus) -> Prometheus:
-    """The conftest Prometheus once its rules fired and the load was scraped."""
+async def warm(prometheus: Prometheus, alertmanager: str) -> Plane:
+    """The conftest Prometheus once its rules fired and the load was scraped, and Alertmanager."""
     await target_firing(prometheus)
-    return prometheus
+    return Plane(prometheus.url, alertmanager)
 
 
 async def target_firing(prometheus: Prometheus) -> None:
@@ -209,11 +225,11 @@ def assert_observed(series: list[SliSample], until: float) -> None:
 
 
 async def test_a_quiet_target_passes_and_handoff_alerts_are_excused(
-    bus: Bus, warm: Prometheus, use_cases: UseCases
+    bus: Bus, warm: Plane, use_cases: UseCases
 ) -> None:
     """Deployed → sampled → Scored passed; TargetFiring, firing at hand-off, is not 'new'."""
     use_cases.add("quiet", "NeverFires")
-    await put_run(bus, "run-quiet", "quiet", warm.url)
+    await put_run(bus, "run-quiet", "quiet", warm.url, warm.alertmanager)
     async with serving(bus, oracle_service(settings(use_cases))):
         await bus.publish(brief("run-quiet", "quiet"))
         journal = RunJournal(bus.runs, "run-quiet")
@@ -233,16 +249,18 @@ async def test_a_quiet_target_passes_and_handoff_alerts_are_excused(
     assert event.score.score == pytest.approx(0.9 + 0.1 * signals["time_to_clear"].value)
     assert signals["no_new_alerts"].satisfied
     assert signals["load_held"].satisfied
+    # The run state's armed time and Alertmanager endpoint reach the monitoring gate.
+    assert signals["monitoring_intact"].satisfied, signals["monitoring_intact"].detail
+    assert "jobs doomed, loadgen" in signals["monitoring_intact"].detail
+    assert signals["telemetry_intact"].satisfied
     assert_observed(event.sli_series, until=2.0)  # sustained 20 s x 0.1
     assert event.sli_series[0].sli == pytest.approx(0.123)
 
 
-async def test_a_target_firing_throughout_fails(
-    bus: Bus, warm: Prometheus, use_cases: UseCases
-) -> None:
+async def test_a_target_firing_throughout_fails(bus: Bus, warm: Plane, use_cases: UseCases) -> None:
     """The target never clears within max_clear (3 s here): failed, 0.35 (CI + no new alerts)."""
     use_cases.add("firing", "TargetFiring")
-    await put_run(bus, "run-firing", "firing", warm.url)
+    await put_run(bus, "run-firing", "firing", warm.url, warm.alertmanager)
     async with serving(bus, oracle_service(settings(use_cases))):
         await bus.publish(deployed("run-firing"))
         event = await outcome(bus, "run-firing", "Scored")
@@ -253,7 +271,7 @@ async def test_a_target_firing_throughout_fails(
 
 
 async def test_fail_closed_routes_and_one_outcome_per_run(
-    bus: Bus, warm: Prometheus, use_cases: UseCases
+    bus: Bus, warm: Plane, use_cases: UseCases
 ) -> None:
     """No submission → failed; CI red → rejected; redeploy failed → failed (deployed).
 
@@ -262,7 +280,7 @@ async def test_fail_closed_routes_and_one_outcome_per_run(
     """
     use_cases.add("quiet", "NeverFires")
     for run_id in ("run-nosub", "run-red", "run-nodeploy", "run-waits"):
-        await put_run(bus, run_id, "quiet", warm.url)
+        await put_run(bus, run_id, "quiet", warm.url, warm.alertmanager)
     async with serving(bus, oracle_service(settings(use_cases))):
         await bus.publish(submitted("run-nosub", flag=False))
         await bus.publish(submitted("run-waits", flag=True))
@@ -295,13 +313,13 @@ async def test_fail_closed_routes_and_one_outcome_per_run(
 
 
 async def test_no_honest_verdict_is_an_error(
-    bus: Bus, use_cases: UseCases, silent_url: str, warm: Prometheus
+    bus: Bus, use_cases: UseCases, silent_url: str, warm: Plane
 ) -> None:
     """A Prometheus that is gone, or a target alert it does not load → RunFailed error."""
     use_cases.add("quiet", "NeverFires")
     use_cases.add("unloaded", "NotARule")
     await put_run(bus, "run-gone", "quiet", silent_url)
-    await put_run(bus, "run-unloaded", "unloaded", warm.url)
+    await put_run(bus, "run-unloaded", "unloaded", warm.url, warm.alertmanager)
     async with serving(bus, oracle_service(settings(use_cases))):
         await bus.publish(deployed("run-gone"))
         await bus.publish(deployed("run-unloaded"))
@@ -316,12 +334,12 @@ async def test_no_honest_verdict_is_an_error(
 
 
 async def test_a_stopped_oracle_hands_grading_back_and_the_next_one_resumes(
-    bus: Bus, warm: Prometheus, use_cases: UseCases
+    bus: Bus, warm: Plane, use_cases: UseCases
 ) -> None:
     """Stop mid-grading: samples saved, input handed back; the next oracle finishes the
     window (the hole filled from Prometheus history) and publishes the one Scored."""
     use_cases.add("long", "NeverFires", sustained=30)
-    await put_run(bus, "run-stop", "long", warm.url)
+    await put_run(bus, "run-stop", "long", warm.url, warm.alertmanager)
     journal = RunJournal(bus.runs, "run-stop")
     async with serving(bus, oracle_service(settings(use_cases), deployed=FAST_DEPLOYED)) as stop:
         await bus.publish(deployed("run-stop"))
@@ -381,7 +399,7 @@ def start_oracle(
 async def test_killing_the_oracle_mid_grading_still_ends_in_one_verdict(
     bus: Bus,
     nats_server: NatsServer,
-    warm: Prometheus,
+    warm: Plane,
     use_cases: UseCases,
     oracle_processes: list[subprocess.Popen[bytes]],
     tmp_path: Path,
@@ -394,7 +412,7 @@ async def test_killing_the_oracle_mid_grading_still_ends_in_one_verdict(
     """
     nats_url = nats_server.url
     use_cases.add("long", "NeverFires", sustained=40)
-    await put_run(bus, "run-kill", "long", warm.url)
+    await put_run(bus, "run-kill", "long", warm.url, warm.alertmanager)
     await bootstrap(bus, [FAST_DEPLOYED])
     log = tmp_path / "oracle.log"
     first = start_oracle(nats_url, use_cases, log, oracle_processes)
@@ -438,7 +456,7 @@ async def test_two_oracles_never_interleave_samples_of_a_run(bus: Bus) -> None:
 
 @pytest.mark.parametrize("points_per_query", [MAX_POINTS, 3])
 async def test_history_reads_back_what_the_probe_would_have_seen(
-    warm: Prometheus, points_per_query: int, monkeypatch: pytest.MonkeyPatch
+    warm: Plane, points_per_query: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One sample per step from Prometheus's TSDB: alerts with state, SLI, load; long
     stretches are read in pieces without losing or repeating a step."""
@@ -456,6 +474,8 @@ async def test_history_reads_back_what_the_probe_would_have_seen(
         sli_promql="api:request_latency_p99_seconds",
         load_target_promql=LOAD[0],
         load_achieved_promql=LOAD[1],
+        app_requests_promql=LOAD[1],
+        load_requests_promql=LOAD[0],
     ) as probe:
         samples = await history_samples(
             probe, started_at=start, start=start, end=end, step_seconds=0.1
@@ -467,3 +487,6 @@ async def test_history_reads_back_what_the_probe_would_have_seen(
         assert "alertstate" not in sample.alerts[0].labels
         assert sample.sli == pytest.approx(0.123)
         assert (sample.load_target_rps, sample.load_achieved_rps) == (20.0, 19.5)
+        assert (sample.app_requests, sample.load_requests) == (19.5, 20.0)  # the count queries
+        assert sample.monitoring is None  # no history of the plane: not evidence either way
+        assert sample.from_history

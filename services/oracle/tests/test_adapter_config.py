@@ -141,3 +141,77 @@ def test_parse_duration_rejects_garbage() -> None:
     """Anything but a duration is refused, naming the text."""
     with pytest.raises(ValueError, match="'5 seconds'"):
         parse_duration("5 seconds")
+
+
+REPO_USE_CASES = Path(__file__).resolve().parents[3] / "use-cases"
+
+
+def test_the_stampede_scenario_declares_the_outside_gates() -> None:
+    """latency-cache-stampede: the client objective, the count cross-check, and every run
+    gated on the monitoring plane since the fault's armed time."""
+    manifest = find_manifest(REPO_USE_CASES, "latency-cache-stampede")
+    armed = datetime(2026, 1, 1, tzinfo=UTC)
+    timing = PrometheusTiming(5.0, 5.0)
+    cfg = grading_config(manifest, 1.0, timing, load_warmup_seconds=1.0, fault_armed_at=armed)
+    assert (cfg.client_latency_objective_seconds, cfg.client_latency_objective_ratio) == (
+        0.3,
+        0.99,
+    )
+    assert cfg.telemetry_gated
+    assert cfg.telemetry_count_tolerance == 0.1
+    assert (cfg.monitoring_gated, cfg.fault_armed_at) == (True, armed)
+    assert cfg.monitoring_jobs == {"bookshelf-api", "loadgen"}  # named by its queries
+    tolerances = (
+        cfg.client_dip_tolerance_seconds,
+        cfg.telemetry_dip_tolerance_seconds,
+        cfg.monitoring_dip_tolerance_seconds,
+    )
+    assert tolerances == (5.0, 5.0, 5.0)  # shorter than one scrape interval only
+    telemetry = manifest.verify.telemetry
+    assert telemetry is not None
+    assert 'endpoint="/search"' in telemetry.app_requests_promql
+    assert telemetry.load_requests_promql == 'sum(loadgen_requests_total{job="loadgen"})'
+
+
+def test_a_scenario_without_them_still_gates_telemetry_and_monitoring(use_cases: UseCases) -> None:
+    """Undeclared: no client objective and no count check, but the SLI must have values
+    and the monitoring plane must hold (an unknown armed time fails it closed)."""
+    use_cases.add("plain", "NeverFires")
+    cfg = grading_config(
+        find_manifest(use_cases.root, "plain"), 1.0, PrometheusTiming(1, 1), load_warmup_seconds=0
+    )
+    assert cfg.client_latency_objective_seconds is None
+    assert cfg.telemetry_count_tolerance is None
+    assert (cfg.telemetry_gated, cfg.monitoring_gated, cfg.fault_armed_at) == (True, True, None)
+    assert cfg.monitoring_jobs == frozenset()  # its SLI is a recording rule: no job named
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ("client_latency_objective_seconds = 0.3\n", "client_latency_objective_ratio"),
+        ("client_latency_objective_ratio = 0.99\n", "client_latency_objective_seconds"),
+        ("client_latency_objective_seconds = 0.3\nclient_latency_objective_ratio = 1.5\n", "ratio"),
+        (
+            "\n[verify.telemetry]\napp_requests_promql = 'a'\nload_requests_promql = 'b'\n"
+            "count_tolerance = 1.0\n",
+            "count_tolerance",
+        ),
+        ("\n[verify.telemetry]\nload_requests_promql = 'b'\n", "app_requests_promql"),
+        ("\n[verify.telemetry]\napp_requests_promql = 'a'\n", "load_requests_promql"),
+    ],
+    ids=["no-ratio", "no-seconds", "ratio-above-1", "tolerance-1", "no-app-query", "no-load-query"],
+)
+def test_bad_outside_gate_fields_name_the_field(
+    use_cases: UseCases, extra: str, field: str
+) -> None:
+    """A wrong or half-declared field is refused, the error naming it."""
+    folder = use_cases.add("bad", "NeverFires")
+    toml = (folder / "scenario.toml").read_text()
+    (folder / "scenario.toml").write_text(
+        toml.replace('scope = ["api"]\n', f'scope = ["api"]\n{extra}', 1)
+        if "[verify.telemetry]" not in extra
+        else toml + extra
+    )
+    with pytest.raises(OracleError, match=field):
+        find_manifest(use_cases.root, "bad")

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sreforge_contracts import Event, RunRecord
+from sreforge_contracts import CiTestSet, Event, RunRecord
 from sreforge_contracts.schemas import SCHEMA_DIR
 from sreforge_recorder import RecordSchema, RunNotEnded, assemble_record, submission_of
 
@@ -118,6 +118,23 @@ def test_red_ci_is_rejected_with_the_ci_output(story: Any) -> None:
     assert record.timings.redeploy is None
     assert record.timings.verify is None
     assert record.timings.ci == 18_000
+
+
+def test_the_record_names_the_ci_test_sets_that_ran_with_their_counts(story: Any) -> None:
+    """The hand-off set that turned CI red is in the record, counts and all, schema-valid."""
+    sets = [
+        CiTestSet(name="submitted", green=True, exit_code=0, passed=12, duration_ms=3_000),
+        CiTestSet(name="handoff", green=False, exit_code=1, passed=10, failed=2, duration_ms=3_100),
+    ]
+    events = [
+        *story.happy()[:6],
+        story.ci(green=False).model_copy(update={"test_sets": sets}),
+        story.scored(passed=False, ci_green=False, at=111),
+    ]
+    record = assemble(story, events)
+    assert record.verdict == "rejected"
+    assert record.ci is not None
+    assert record.ci.test_sets == sets
 
 
 def test_confirm_fire_timeout_is_aborted_with_its_reason(story: Any) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from sreforge_contracts import (
     HarnessProfile,
@@ -165,3 +167,87 @@ async def test_the_reference_rein_applies_commits_and_submits(
     added = _added_lines(project.fix)
     assert added
     assert all(line in diff for line in added)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.timeout(60)
+async def test_host_open_kills_detached_descendants_and_counts_them(
+    tiny_repo: Path, tmp_path: Path
+) -> None:
+    """A host-open agent that `setsid`s a child, and double-forks another that also clears
+    its env (so no session marker), then exits: after the session neither lives, the
+    survivor count is 0 because they were killed, and the evidence says so."""
+    script = (
+        "setsid sh -c 'echo $$ > a.pid; sleep 300; :' & "
+        "(setsid env -i sh -c 'echo $$ > b.pid; sleep 300; :' &); "
+        "until [ -s a.pid ] && [ -s b.pid ]; do :; done; echo detached"
+    )
+    sandbox = HostSandbox(tiny_repo, tmp_path / "agent", RunnerSettings())
+    rein = CommandRein("detach", ("/bin/sh", "-c", script))
+    try:
+        run = await drive(context(), rein, sandbox, Budgets(30))
+        pids = [int((tiny_repo / name).read_text()) for name in ("a.pid", "b.pid")]
+        assert all(_gone(pid) for pid in pids), "a detached agent process outlived its session"
+        evidence = run.result.evidence
+        assert evidence.outcome == "succeeded", evidence.failures
+        assert evidence.survivors == 0
+        assert evidence.reaped is not None
+        assert evidence.reaped >= 2
+        assert "sh" in evidence.metadata["reaped_processes"]  # type: ignore[operator]
+    finally:
+        for name in ("a.pid", "b.pid"):
+            with contextlib.suppress(OSError, ValueError, psutil.Error):
+                psutil.Process(int((tiny_repo / name).read_text())).kill()
+
+
+@pytest.mark.parametrize(("script", "code"), [("exit 3", 3), ("kill -TERM $$", -15)])
+async def test_host_open_keeps_the_agent_commands_exit_status(
+    tiny_repo: Path, tmp_path: Path, script: str, code: int
+) -> None:
+    """The keeper between the runner and the agent passes the exit code (or signal) through."""
+    sandbox = HostSandbox(tiny_repo, tmp_path / "agent", RunnerSettings())
+    sandbox.create()
+    try:
+        outcome = await sandbox.run(["/bin/sh", "-c", script], 30)
+    finally:
+        sandbox.destroy()
+    assert outcome.exit_code == code
+    assert sandbox.reaped == []
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("trap", "said"), [("echo got-term; exit 0", "got-term"), ("", None)])
+async def test_a_timed_out_host_open_agent_is_stopped_and_its_detached_child_reaped(
+    tiny_repo: Path, tmp_path: Path, trap: str, said: str | None
+) -> None:
+    """On a budget: the agent still gets its SIGTERM (and may exit cleanly), one that ignores
+    it is killed, and either way the env-cleared detached child dies with the session."""
+    script = (
+        f"trap '{trap}' TERM; "
+        "(setsid env -i sh -c 'echo $$ > c.pid; sleep 300; :' &); "
+        "until [ -s c.pid ]; do :; done; echo started; while :; do sleep 0.1; done"
+    )
+    settings = RunnerSettings(kill_grace_seconds=2.0)
+    sandbox = HostSandbox(tiny_repo, tmp_path / "agent", settings)
+    try:
+        run = await drive(
+            context(), CommandRein("hang", ("/bin/sh", "-c", script)), sandbox, Budgets(3)
+        )
+        child = int((tiny_repo / "c.pid").read_text())
+        assert _gone(child), "the detached child outlived the timed-out session"
+        evidence = run.result.evidence
+        assert evidence.timeout == "total"
+        assert evidence.survivors == 0
+        assert evidence.reaped is not None
+        assert evidence.reaped >= 1
+        if said is not None:
+            assert said in sandbox.log_path.read_text()
+    finally:
+        with contextlib.suppress(OSError, ValueError, psutil.Error):
+            psutil.Process(int((tiny_repo / "c.pid").read_text())).kill()

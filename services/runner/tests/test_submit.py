@@ -84,3 +84,14 @@ def test_the_sentinel_dir_is_git_ignored_once(tiny_repo: Path, run_git: Git) -> 
     assert run_git(tiny_repo, "status", "--porcelain") == ""
     exclude = (tiny_repo / ".git" / "info" / "exclude").read_text()
     assert exclude.splitlines().count("/.oncall/") == 1
+
+
+def test_a_hostile_sentinel_reads_as_not_submitted_instead_of_crashing(tiny_repo: Path) -> None:
+    """The agent can overwrite the sentinel: 100 000 levels of nesting (RecursionError in
+    json.loads, which failed the run as a harness `error`) or megabytes of it."""
+    folder = tiny_repo / SENTINEL_DIR
+    folder.mkdir()
+    (folder / "submitted").write_text("[" * 100_000 + "]" * 100_000)
+    assert read_sentinel(tiny_repo) is None
+    (folder / "submitted").write_text(json.dumps({"submitted_at": "x" * 5_000_000}))
+    assert read_sentinel(tiny_repo) is None

@@ -9,9 +9,10 @@ import httpx
 import pytest
 import structlog.testing
 from pydantic import SecretStr
-from sreforge_bus import PublishError
+from sreforge_bus import MessageTooLarge, PublishError
 from sreforge_contracts import Event, TriggerFired
 from sreforge_trigger import TriggerSettings, create_app
+from sreforge_trigger._body import DRAIN_BYTES
 
 from .conftest import ROUTE, TOKEN, MakeAlert, MakePayload, RecordingPublish, encode
 
@@ -195,3 +196,55 @@ def test_token_is_never_in_settings_repr_or_dump(tmp_path: object) -> None:
     assert isinstance(settings.token, SecretStr)
     for text in (repr(settings), str(settings), settings.model_dump_json()):
         assert TOKEN not in text
+
+
+async def test_a_10_mb_webhook_is_413_naming_the_limit_and_the_app_serves_on(
+    client: httpx.AsyncClient, recording: RecordingPublish, make_payload: MakePayload
+) -> None:
+    """A valid token does not buy an unbounded body: 413 before parsing, nothing published,
+    and the next webhook is accepted."""
+    huge = b'{"pad": "' + b"x" * (10 * 1024 * 1024) + b'"}'
+    response = await client.post(f"/v1/alertmanager/{ROUTE}", content=huge, headers=AUTH)
+    assert response.status_code == 413
+    assert response.json()["limit_bytes"] == 1024 * 1024
+    assert "SREFORGE_TRIGGER_MAX_BODY_BYTES" in response.json()["error"]
+    assert recording.events == []
+    again = await client.post(
+        f"/v1/alertmanager/{ROUTE}", content=encode(make_payload()), headers=AUTH
+    )
+    assert again.status_code == 200, again.text
+
+
+@pytest.mark.parametrize("path", [f"/v1/alertmanager/{ROUTE}", f"/v1/feed/{ROUTE}"])
+async def test_a_chunked_body_without_a_length_is_cut_off_at_the_cap(
+    recording: RecordingPublish, path: str
+) -> None:
+    """No Content-Length to refuse on: the body is read in chunks and refused at the cap;
+    an endless stream is drained only up to DRAIN_BYTES, then left."""
+    app = create_app(recording, _settings(max_body_bytes=64 * 1024))
+    sent: list[int] = []
+
+    async def endless() -> AsyncIterator[bytes]:
+        while True:
+            sent.append(1)
+            yield b"x" * 16 * 1024
+
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://trigger") as client:
+        response = await client.post(path, content=endless(), headers=AUTH)
+    assert response.status_code == 413
+    assert "over the limit of 65536 bytes" in response.json()["error"]
+    assert len(sent) * 16 * 1024 <= DRAIN_BYTES + 32 * 1024, "the app read an endless body"
+    assert recording.events == []
+
+
+async def test_an_event_too_large_for_the_bus_is_422_not_a_retry_loop(
+    client: httpx.AsyncClient, recording: RecordingPublish, make_payload: MakePayload
+) -> None:
+    """A body under the HTTP cap whose event is over the bus limit would 503 forever (and
+    Alertmanager retry forever): it is the sender's error, named as such."""
+    recording.error = MessageTooLarge("publish to 'sreforge.trigger.fired': over the limit")
+    path = f"/v1/alertmanager/{ROUTE}"
+    response = await client.post(path, content=encode(make_payload()), headers=AUTH)
+    assert response.status_code == 422
+    assert "too large for the bus" in response.json()["error"]

@@ -171,3 +171,28 @@ async def test_service_fails_loudly_on_a_busy_port_or_no_token(
     monkeypatch.delenv("SREFORGE_TRIGGER_TOKEN_FILE", raising=False)
     with pytest.raises(TokenError):
         await TriggerService(settings=TriggerSettings(port=0)).run(bus, asyncio.Event())
+
+
+@pytest.mark.timeout(60)
+async def test_a_10_mb_webhook_on_the_real_server_is_413_and_the_next_is_served(
+    bus: Bus, make_payload: MakePayload
+) -> None:
+    """Over real HTTP (uvicorn): the oversize body is refused from its Content-Length, the
+    sender reads the 413, and the service answers the next webhook as usual."""
+    service = TriggerService(settings=TriggerSettings.model_validate({"token": TOKEN, "port": 0}))
+    stop = asyncio.Event()
+    waiting = asyncio.create_task(service.listening.wait())
+    task = asyncio.create_task(service.run(bus, stop))
+    url = await asyncio.wait_for(waiting, 10)
+    try:
+        huge = b'{"pad": "' + b"x" * (10 * 1024 * 1024) + b'"}'
+        async with httpx.AsyncClient(base_url=url) as client:
+            response = await client.post(PATH, content=huge, headers=AUTH)
+            assert response.status_code == 413
+            assert response.json()["limit_bytes"] == 1024 * 1024
+        async with httpx.AsyncClient(base_url=url) as client:
+            response = await client.post(PATH, content=encode(make_payload()), headers=AUTH)
+            assert response.status_code == 200, response.text
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)

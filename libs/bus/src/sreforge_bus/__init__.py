@@ -10,6 +10,7 @@ from sreforge_bus._errors import (
     BusError,
     CasConflict,
     ConnectError,
+    MessageTooLarge,
     NatsServerError,
     PublishError,
     ReplyTimeout,
@@ -18,6 +19,7 @@ from sreforge_bus._errors import (
 from sreforge_bus._follow import RawMessage, follow
 from sreforge_bus._names import (
     DEADLETTER_PREFIX,
+    HEADER_DEADLETTER_BODY_DROPPED,
     HEADER_DEADLETTER_DURABLE,
     HEADER_DEADLETTER_ERROR,
     HEADER_DEADLETTER_NUM_DELIVERED,
@@ -36,6 +38,7 @@ from sreforge_bus._worker import Delivery, Worker, run_of_subject
 
 __all__ = [
     "DEADLETTER_PREFIX",
+    "HEADER_DEADLETTER_BODY_DROPPED",
     "HEADER_DEADLETTER_DURABLE",
     "HEADER_DEADLETTER_ERROR",
     "HEADER_DEADLETTER_NUM_DELIVERED",
@@ -55,6 +58,7 @@ __all__ = [
     "Context",
     "Delivery",
     "Entry",
+    "MessageTooLarge",
     "NatsServerError",
     "PublishError",
     "Published",

@@ -14,16 +14,16 @@ from nats.aio.client import Client
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from pydantic import BaseModel
-from sreforge_contracts import Event
+from sreforge_contracts import MAX_MESSAGE_BYTES, Event
 
-from sreforge_bus._errors import ConnectError, PublishError, ReplyTimeout
-from sreforge_bus._names import HEADER_MSG_ID, HEADER_REPLY_TO
+from sreforge_bus._errors import ConnectError, MessageTooLarge, PublishError, ReplyTimeout
+from sreforge_bus._names import HEADER_MSG_ID, HEADER_REPLY_TO, INBOX_PREFIX
 from sreforge_bus._runs import RunStore
 
 if TYPE_CHECKING:
     from sreforge_bus._worker import Delivery
 
-__all__ = ["Bus", "Published", "connect"]
+__all__ = ["Bus", "Published", "connect", "wire_size"]
 
 log = structlog.get_logger("sreforge.bus")
 
@@ -65,7 +65,12 @@ class Bus:
     async def publish_raw(
         self, subject: str, data: bytes, headers: Mapping[str, str] | None = None
     ) -> Published:
-        """Store raw bytes on `subject` through JetStream and wait for the acknowledgement."""
+        """Store raw bytes on `subject` through JetStream and wait for the acknowledgement.
+
+        Raises `MessageTooLarge`, sending nothing, for a body over `MAX_MESSAGE_BYTES` or a
+        message over the server's max payload (which would make the server drop us).
+        """
+        self._check_size(subject, data, headers)
         try:
             ack = await self.js.publish(
                 subject, data, timeout=self._publish_timeout, headers=dict(headers or {})
@@ -73,6 +78,19 @@ class Bus:
         except (nats.errors.Error, TimeoutError) as err:
             raise PublishError(f"publish to {subject!r} was not acknowledged: {err!r}") from err
         return Published(stream=ack.stream, seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    def _check_size(self, subject: str, data: bytes, headers: Mapping[str, str] | None) -> None:
+        if len(data) > MAX_MESSAGE_BYTES:
+            raise MessageTooLarge(
+                f"publish to {subject!r}: message is {len(data)} bytes, over the limit of "
+                f"{MAX_MESSAGE_BYTES} bytes (MAX_MESSAGE_BYTES)"
+            )
+        size = wire_size(data, headers)
+        if size > self.nc.max_payload:
+            raise MessageTooLarge(
+                f"publish to {subject!r}: message with headers is {size} bytes, over the "
+                f"server's max payload of {self.nc.max_payload} bytes"
+            )
 
     async def command(
         self,
@@ -107,8 +125,16 @@ class Bus:
         return answer.data
 
     async def reply(self, delivery: Delivery, model: BaseModel | bytes) -> None:
-        """Answer a command received through a worker; a no-op when nobody asked for a reply."""
+        """Answer a command received through a worker; a no-op when nobody asked for a reply.
+
+        Only an inbox (`_INBOX.…`, what `command` sends) is answered: the header is the
+        sender's, and a reply to `sreforge.run.<id>.RunFailed` would store a forged message
+        on another run's subject with this service's permissions.
+        """
         if delivery.reply_to is None:
+            return
+        if not delivery.reply_to.startswith(INBOX_PREFIX):
+            log.warning("reply refused: not an inbox", reply_to=delivery.reply_to[:200])
             return
         data = model if isinstance(model, bytes) else model.model_dump_json().encode()
         await self.nc.publish(delivery.reply_to, data)
@@ -134,6 +160,14 @@ class Bus:
             await self.nc.drain()
         except (nats.errors.ConnectionReconnectingError, nats.errors.ConnectionClosedError):
             await self.nc.close()
+
+
+def wire_size(data: bytes, headers: Mapping[str, str] | None = None) -> int:
+    """The bytes a message takes against the server's max payload: body plus header block."""
+    if not headers:
+        return len(data)
+    block = sum(len(key.encode()) + len(value.encode()) + 4 for key, value in headers.items())
+    return len(data) + len(b"NATS/1.0\r\n") + block + 2
 
 
 async def _quietly_unsubscribe(sub: Subscription) -> None:

@@ -9,6 +9,7 @@ __all__ = [
     "BusError",
     "CasConflict",
     "ConnectError",
+    "MessageTooLarge",
     "NatsServerError",
     "PublishError",
     "ReplyTimeout",
@@ -30,6 +31,14 @@ class BootstrapError(BusError):
 
 class PublishError(BusError):
     """JetStream did not acknowledge a publish (no stream, timeout, or an API error)."""
+
+
+class MessageTooLarge(PublishError):
+    """A message was refused before it was sent: it is over the stated limit or the server's.
+
+    Sending it anyway would not just fail: a NATS server closes the connection of a client
+    that exceeds its max payload, which would wedge every worker on that connection.
+    """
 
 
 class ReplyTimeout(BusError):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import structlog
-from sreforge_contracts import Event
+from sreforge_contracts import MAX_MESSAGE_BYTES, Event
 
 from sreforge_bus._bootstrap import ConsumerSpec
 from sreforge_bus._connection import Bus
@@ -37,12 +37,14 @@ class Route(Generic[T]):
 
     The handler returns the events its input caused; they are published (deduplicated
     by event id) before the message is acked, so a crash in between redelivers the
-    input and republishes the same events harmlessly.
+    input and republishes the same events harmlessly. A body over `max_bytes` is
+    dead-lettered unparsed; `None` hands every body to `parse` (which must then refuse).
     """
 
     consumer: ConsumerSpec
     handler: Handler[T]
     parse: Callable[[bytes], T]
+    max_bytes: int | None = MAX_MESSAGE_BYTES
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,13 @@ class Service:
     async def run(self, bus: Bus, stop: asyncio.Event) -> None:
         """Serve every route until `stop` is set, then shut the workers down gracefully."""
         workers = [
-            Worker(bus, route.consumer, self._deliver(bus, route), parse=route.parse)
+            Worker(
+                bus,
+                route.consumer,
+                self._deliver(bus, route),
+                parse=route.parse,
+                max_bytes=route.max_bytes,
+            )
             for route in self.routes
         ]
         tasks = [asyncio.create_task(worker.run()) for worker in workers]

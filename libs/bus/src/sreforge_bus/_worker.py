@@ -14,13 +14,14 @@ import nats.errors
 import nats.js.errors
 import structlog
 from nats.aio.msg import Msg
-from sreforge_contracts import RUN_ID_PATTERN
+from sreforge_contracts import MAX_MESSAGE_BYTES, RUN_ID_PATTERN
 
 from sreforge_bus._bootstrap import ConsumerSpec
-from sreforge_bus._connection import Bus
+from sreforge_bus._connection import Bus, wire_size
 from sreforge_bus._errors import BusError
 from sreforge_bus._names import (
     DEADLETTER_PREFIX,
+    HEADER_DEADLETTER_BODY_DROPPED,
     HEADER_DEADLETTER_DURABLE,
     HEADER_DEADLETTER_ERROR,
     HEADER_DEADLETTER_NUM_DELIVERED,
@@ -80,6 +81,11 @@ class Worker(Generic[T]):
     naks it with the spec's backoff delay; after `max_deliver` attempts, or at
     once when `parse` rejects it, the raw message goes to the dead-letter
     subject and is terminated, and the worker keeps consuming.
+
+    A body over `max_bytes` (default `MAX_MESSAGE_BYTES`) is dead-lettered before it is
+    parsed; `None` leaves the limit to the handler (the correlator answers an oversize
+    `run.start` itself). A dead letter never outgrows the server's max payload: when the
+    original body would not fit, it is left out and `Sreforge-Body-Dropped` gives its size.
     """
 
     def __init__(
@@ -90,6 +96,7 @@ class Worker(Generic[T]):
         *,
         parse: Callable[[bytes], T],
         concurrency: int = 4,
+        max_bytes: int | None = MAX_MESSAGE_BYTES,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency of worker {spec.durable!r} must be >= 1")
@@ -98,6 +105,7 @@ class Worker(Generic[T]):
         self._handler = handler
         self._parse = parse
         self._concurrency = concurrency
+        self._max_bytes = max_bytes
         self._in_flight: set[asyncio.Task[None]] = set()
         self._backlog: deque[Msg] = deque()
         self._feed: PullFeed | None = None
@@ -199,6 +207,13 @@ class Worker(Generic[T]):
         if delivery.num_delivered > self._spec.max_deliver:
             await self._dead_letter(msg, delivery, "delivery limit reached before handling")
             return
+        if self._max_bytes is not None and len(msg.data) > self._max_bytes:
+            reason = (
+                f"message is {len(msg.data)} bytes, over the limit of {self._max_bytes} bytes "
+                "(MAX_MESSAGE_BYTES)"
+            )
+            await self._dead_letter(msg, delivery, reason)
+            return
         try:
             value = self._parse(msg.data)
         except Exception as err:
@@ -256,7 +271,8 @@ class Worker(Generic[T]):
         if not delivery.subject.startswith(DEADLETTER_PREFIX):
             try:
                 headers = self._deadletter_headers(delivery, reason)
-                await self._bus.publish_raw(self._spec.deadletter_subject, msg.data, headers)
+                body = self._deadletter_body(msg.data, headers)
+                await self._bus.publish_raw(self._spec.deadletter_subject, body, headers)
             except BusError as err:
                 self._log.error("dead-letter publish failed; redelivering", error=repr(err))
                 with contextlib.suppress(nats.errors.Error):
@@ -264,6 +280,14 @@ class Worker(Generic[T]):
                 return
         with contextlib.suppress(nats.errors.Error):
             await msg.term()
+
+    def _deadletter_body(self, data: bytes, headers: dict[str, str]) -> bytes:
+        """The original body, or nothing (noted in `headers`) when it would not fit."""
+        room = self._bus.nc.max_payload - wire_size(b"", headers) - 64  # the dropped header
+        if len(data) <= min(MAX_MESSAGE_BYTES, room):
+            return data
+        headers[HEADER_DEADLETTER_BODY_DROPPED] = str(len(data))
+        return b""
 
     def _deadletter_headers(self, delivery: Delivery, reason: str) -> dict[str, str]:
         one_line = " ".join(reason.split())[:_MAX_ERROR_CHARS]

@@ -70,17 +70,20 @@ from sreforge_contracts._ids import (
     check_scenario_id,
     new_run_id,
 )
+from sreforge_contracts._limits import MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, check_message
 from sreforge_contracts._manifest import (
     Determinism,
     ExpectedSignal,
     InjectSpec,
     ScenarioManifest,
+    TelemetrySpec,
     VerifySpec,
 )
 from sreforge_contracts._record import AlertState, OracleScore, OracleSignal, SliSample, Verdict
 from sreforge_contracts._run_record import (
     RECORD_VERSION,
     CiOutcome,
+    CiTestSet,
     DeployOutcome,
     PhaseTimings,
     RunRecord,
@@ -127,6 +130,8 @@ __all__ = [
     "DIAGNOSIS_WEIGHTS",
     "EVENT_TYPES",
     "HARNESS_CONTRACT_VERSION",
+    "MAX_JSON_DEPTH",
+    "MAX_MESSAGE_BYTES",
     "RECORD_VERSION",
     "RUNS_BUCKET",
     "RUN_EVENTS_SUBJECTS",
@@ -149,6 +154,7 @@ __all__ = [
     "BriefReady",
     "CiOutcome",
     "CiResult",
+    "CiTestSet",
     "CleanedUp",
     "CommandSpec",
     "Confinement",
@@ -210,6 +216,7 @@ __all__ = [
     "Submission",
     "Submitted",
     "TeardownOutcome",
+    "TelemetrySpec",
     "TimeoutKind",
     "Trajectory",
     "Trigger",
@@ -220,6 +227,7 @@ __all__ = [
     "Verdict",
     "VerifySpec",
     "canonical_json",
+    "check_message",
     "check_run_id",
     "check_scenario_id",
     "discover_scenarios",

@@ -25,6 +25,7 @@ from sreforge_contracts._events import (
     TriggerFired,
     TriggerResolved,
 )
+from sreforge_contracts._limits import check_message
 
 __all__ = ["EVENT_TYPES", "AnyEvent", "parse_event"]
 
@@ -74,7 +75,8 @@ _ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
 
 
 def parse_event(data: bytes | str) -> Event:
-    """Parse a bus message into its event class; ContractError names the field at fault."""
+    """Parse a bus message into its event class; ContractError names the field or limit."""
+    check_message(data, "event")
     try:
         return _ADAPTER.validate_json(data)
     except ValidationError as error:

@@ -9,6 +9,7 @@ from pydantic import Field, ValidationError, model_validator
 from sreforge_contracts._base import Contract
 from sreforge_contracts._errors import ContractError
 from sreforge_contracts._ids import RunId, ScenarioId
+from sreforge_contracts._limits import check_message
 from sreforge_contracts._subjects import RUN_START_SUBJECT
 
 __all__ = ["RunStart", "RunStartReply", "parse_run_start"]
@@ -47,7 +48,8 @@ class RunStartReply(Contract):
 
 
 def parse_run_start(data: bytes | str) -> RunStart:
-    """Parse a `run.start` message; unknown fields and bad ids are named in the error."""
+    """Parse a `run.start` message; unknown fields, bad ids and size limits are named."""
+    check_message(data, "run.start")
     try:
         return RunStart.model_validate_json(data)
     except ValidationError as error:

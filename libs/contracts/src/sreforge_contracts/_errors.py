@@ -10,6 +10,8 @@ from pydantic_core import ErrorDetails
 __all__ = ["ContractError", "ScenarioNotFound"]
 
 # Our field names are snake_case (or UPPER_CASE env keys); CamelCase parts are model names.
+_MAX_PROBLEMS = 10
+"""Problems listed in one message; the rest are counted (an error must stay a message)."""
 _MEMBER_LABEL = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)*")
 
 
@@ -37,6 +39,8 @@ class ContractError(ValueError):
         for detail in details:
             detail["loc"] = tuple(part for part in detail["loc"][skip_loc:] if _is_field(part))
         lines = list(dict.fromkeys(_describe(detail) for detail in details))
+        if len(lines) > _MAX_PROBLEMS:  # a hostile input can have thousands: keep it readable
+            lines = [*lines[:_MAX_PROBLEMS], f"and {len(lines) - _MAX_PROBLEMS} more problems"]
         prefix = f"{source}: " if source else ""
         first = _field_of(details[0]) if details else ""
         return cls(prefix + "; ".join(lines), field=first, source=source)

@@ -11,7 +11,7 @@ from sreforge_contracts._contract import RunContract, RunWorkspace
 from sreforge_contracts._envelope import Event
 from sreforge_contracts._ids import RunId, ScenarioId
 from sreforge_contracts._record import OracleScore, SliSample, Verdict
-from sreforge_contracts._run_record import CiOutcome, DeployOutcome
+from sreforge_contracts._run_record import CiOutcome, CiTestSet, DeployOutcome
 from sreforge_contracts._scenario_env import DeliveryMode
 from sreforge_contracts._subjects import TRIGGER_FIRED_SUBJECT, TRIGGER_RESOLVED_SUBJECT
 from sreforge_contracts._submission import Submission
@@ -152,6 +152,8 @@ class CiResult(_RunEvent):
     output: str
     duration_ms: float = Field(ge=0)
     exit_code: int | None = None
+    test_sets: list[CiTestSet] | None = None
+    """The test sets that ran (submitted, handoff, hidden), in order, with their counts."""
 
     def outcome(self) -> CiOutcome:
         """The record's `ci` section."""
@@ -160,6 +162,7 @@ class CiResult(_RunEvent):
             output=self.output,
             duration_ms=self.duration_ms,
             exit_code=self.exit_code,
+            test_sets=self.test_sets,
         )
 
 

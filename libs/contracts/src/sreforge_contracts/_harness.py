@@ -306,6 +306,9 @@ class ExecutionEvidence(Contract):
     duration_ms: float | None = None
     survivors: int | None = None
     """Agent processes found alive after teardown (should be 0)."""
+    reaped: int | None = None
+    """Detached agent processes (setsid, double fork, a cleared env) that outlived a command
+    and were killed at its end by host-open's subreaper; None where none was tracked."""
     started_at: datetime | None = None
     finished_at: datetime | None = None
     metadata: dict[str, JsonValue] = Field(default_factory=dict)

@@ -15,6 +15,7 @@ __all__ = [
     "ExpectedSignal",
     "InjectSpec",
     "ScenarioManifest",
+    "TelemetrySpec",
     "VerifySpec",
 ]
 
@@ -65,12 +66,39 @@ class InjectSpec(Contract):
     stop_during_verification: bool = False
 
 
+class TelemetrySpec(Contract):
+    """`[verify.telemetry]`: the `telemetry_intact` gate's request-count cross-check.
+
+    Over the graded window the app's own request count (`app_requests_promql`,
+    the graded endpoints) must grow by the load generator's count
+    (`load_requests_promql`) within `count_tolerance` (a share of the load's count).
+    """
+
+    app_requests_promql: str = Field(min_length=1)
+    load_requests_promql: str = Field(min_length=1)
+    count_tolerance: float = Field(default=0.1, ge=0, lt=1)
+
+    @field_validator("app_requests_promql", "load_requests_promql")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+
 class VerifySpec(Contract):
     """`[verify]` and `[verify.weights]`: the oracle, its signals, weights and threshold.
 
     `service_min_ok_ratio` declares the `service_held` gate: while graded, at least
     this share of the load generator's checked answers must be complete (its
     profile's check, e.g. every search hit enriched). Unset: the run is not gated on it.
+    `ci_changed_tests` lists the hand-off tests a correct fix must change: a test file
+    (`tests/test_x.py`, its submitted version is kept in CI's hand-off set) or a pytest
+    node id prefix (`tests/test_x.py::test_y`, not run in the hand-off set), paths
+    relative to the workspace root.
+    `client_latency_objective_seconds` with `client_latency_objective_ratio` declare
+    the `client_sli_held` gate: through the sustained window, at least that share of
+    the load's requests answered within the objective as the load generator timed
+    them (the objective must be a bucket bound of its latency histogram).
+    `telemetry` declares the request-count half of `telemetry_intact`.
     """
 
     oracle: str = "mitigation"
@@ -78,9 +106,25 @@ class VerifySpec(Contract):
     pass_threshold: float = Field(gt=0, le=1)
     load_active_during_scoring: bool = True
     service_min_ok_ratio: float | None = Field(default=None, gt=0, le=1)
+    client_latency_objective_seconds: float | None = Field(default=None, gt=0)
+    client_latency_objective_ratio: float | None = Field(default=None, gt=0, le=1)
+    telemetry: TelemetrySpec | None = None
     signals: list[str] = Field(min_length=1)
     scope: list[str] = Field(default_factory=list)
     weights: dict[str, float]
+    ci_changed_tests: list[str] = Field(default_factory=list)
+
+    @field_validator("ci_changed_tests")
+    @classmethod
+    def _relative_test_paths(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            path = entry.split("::", 1)[0]
+            parts = path.split("/")
+            if not path or path.startswith("/") or ".." in parts or "\\" in path:
+                raise ValueError(f"{entry!r} is not a test path relative to the workspace root")
+            if not path.endswith(".py"):
+                raise ValueError(f"{entry!r} does not name a .py test file")
+        return entries
 
     @field_validator("weights")
     @classmethod
@@ -101,6 +145,17 @@ class VerifySpec(Contract):
         unknown = sorted(set(self.weights) - set(self.signals))
         if unknown:
             raise ValueError(f"weights: {', '.join(unknown)} not listed in signals")
+        return self
+
+    @model_validator(mode="after")
+    def _client_objective_paired(self) -> VerifySpec:
+        seconds, ratio = self.client_latency_objective_seconds, self.client_latency_objective_ratio
+        if (seconds is None) != (ratio is None):
+            missing = "ratio" if ratio is None else "seconds"
+            raise ValueError(
+                f"client_latency_objective_{missing}: the client latency objective needs "
+                "both client_latency_objective_seconds and client_latency_objective_ratio"
+            )
         return self
 
 

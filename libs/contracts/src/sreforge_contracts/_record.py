@@ -42,7 +42,7 @@ class OracleScore(Contract):
 
 
 class SliSample(Contract):
-    """One probe of the grading window: the SLI, the alert state and the load."""
+    """One probe of the grading window: the SLI from both vantage points, the alerts, the load."""
 
     at: datetime
     offset_seconds: float
@@ -51,3 +51,11 @@ class SliSample(Contract):
     firing_alerts: list[str] = Field(default_factory=list)
     load_achieved_rps: float | None = None
     load_target_rps: float | None = None
+    client_p99_seconds: float | None = None
+    """The load generator's own p99 (its sliding window), as its clients saw the app."""
+    client_requests: float | None = None
+    """The load generator's latency-histogram count (completed load requests)."""
+    app_requests: float | None = None
+    """The app's own request count for the graded endpoints (`[verify.telemetry]`)."""
+    load_requests: float | None = None
+    """The load generator's request count on Prometheus (`[verify.telemetry]`)."""

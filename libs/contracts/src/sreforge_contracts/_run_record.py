@@ -29,6 +29,7 @@ from sreforge_contracts._trigger import Trigger
 __all__ = [
     "RECORD_VERSION",
     "CiOutcome",
+    "CiTestSet",
     "DeployOutcome",
     "PhaseTimings",
     "RunRecord",
@@ -66,13 +67,35 @@ class Trajectory(Contract):
     transcript: str | None = None
 
 
+class CiTestSet(Contract):
+    """One test set the CI gate ran against the submitted code, with pytest's counts.
+
+    `submitted`: the tests as the agent left them; `handoff`: the hand-off commit's tests
+    and test configuration restored over the submitted code; `hidden`: the scenario's
+    `verify/ci/` tests, never agent-visible. `exit_code` is None when the set timed out.
+    """
+
+    name: Literal["submitted", "handoff", "hidden"]
+    green: bool
+    exit_code: int | None = None
+    passed: int = Field(default=0, ge=0)
+    failed: int = Field(default=0, ge=0)
+    skipped: int = Field(default=0, ge=0)
+    errors: int = Field(default=0, ge=0)
+    duration_ms: float = Field(default=0, ge=0)
+
+
 class CiOutcome(Contract):
-    """The CI gate: build + the app's own tests on the submitted tree."""
+    """The CI gate: build + the app's own tests on the submitted tree.
+
+    `test_sets` names the sets that ran, in order (absent in records made before them).
+    """
 
     green: bool
     output: str
     duration_ms: float = Field(ge=0)
     exit_code: int | None = None
+    test_sets: list[CiTestSet] | None = None
 
 
 class DeployOutcome(Contract):

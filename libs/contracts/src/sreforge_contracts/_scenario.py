@@ -61,6 +61,11 @@ class Scenario:
         return self.path / "verify"
 
     @property
+    def ci_tests_dir(self) -> Path:
+        """`verify/ci/`: hidden tests CI runs against the submission (never agent-visible)."""
+        return self.verify_dir / "ci"
+
+    @property
     def negative_dir(self) -> Path:
         """`verify/negative/`: known-bad fixes that must fail."""
         return self.verify_dir / "negative"

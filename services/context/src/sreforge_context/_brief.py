@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,17 +22,18 @@ from sreforge_contracts import (
     Scenario,
 )
 
+from sreforge_context._endpoints import Fetch, http_fetch
 from sreforge_context._errors import (
     ContextError,
     RunStateMissing,
     ScenarioInvalid,
     ScenarioNotFound,
 )
+from sreforge_context._guard import guard_scan
 from sreforge_context._leak import Leak, Surface, Tells, describe_leaks, find_leaks
 from sreforge_context._page import build_contract, render_page
 from sreforge_context._scenarios import find_scenario
 from sreforge_context._settings import ContextSettings
-from sreforge_context._workspace import workspace_surfaces
 
 __all__ = ["PRODUCER", "BriefHandler", "brief_for", "check_brief"]
 
@@ -50,8 +52,13 @@ def brief_for(
     scenario: Scenario,
     alert_fired_at: datetime,
     settings: ContextSettings,
+    fetch: Fetch = http_fetch,
 ) -> BriefReady | RunFailed:
-    """The brief for a triggered run, or RunFailed(aborted) naming what leaked and where."""
+    """The brief for a triggered run, or RunFailed(aborted) naming what leaked and where.
+
+    The guard reads the page, the workspace and what the agent's endpoints answer
+    (through `fetch`); the sandbox is the runner's and is not known here yet.
+    """
     stack = state.stack
     if stack is None or stack.run_workspace is None:
         raise RunStateMissing(f"run {state.run_id}: the run state has no stack workspace yet")
@@ -78,7 +85,13 @@ def brief_for(
             contract.eval_only.alert_to_clear,
             contract.scenario.expected_alert,
         )
-        leaks = check_brief(page, workspace_surfaces(Path(stack.run_workspace.path)), tells)
+        leaks = guard_scan(
+            tells,
+            page=page,
+            workspace=Path(stack.run_workspace.path),
+            endpoints=stack.agent_endpoints,
+            fetch=fetch,
+        ).leaks
         if leaks:
             return _failed(state.run_id, describe_leaks(leaks), "aborted")
     return BriefReady(run_id=state.run_id, producer=PRODUCER, page=page, contract=contract)
@@ -94,6 +107,7 @@ class BriefHandler:
 
     settings: ContextSettings | None = None
     max_deliver: int = 5
+    fetch: Fetch = http_fetch
     _resolved: ContextSettings | None = field(default=None, init=False, repr=False)
 
     def resolved_settings(self) -> ContextSettings:
@@ -127,8 +141,10 @@ class BriefHandler:
             raise RunStateMissing(f"run {state.run_id}: run state still in phase {state.phase}")
         settings = self.resolved_settings()
         scenario = find_scenario(settings.use_cases_root, state.scenario_id)
+        started = time.monotonic()
         outcome = await asyncio.to_thread(
-            brief_for, state, scenario, event.alert_fired_at, settings
+            brief_for, state, scenario, event.alert_fired_at, settings, self.fetch
         )
-        context.log.info("brief.built", run_id=state.run_id, outcome=outcome.type)
+        seconds = round(time.monotonic() - started, 3)
+        context.log.info("brief.built", run_id=state.run_id, outcome=outcome.type, seconds=seconds)
         return (outcome,)

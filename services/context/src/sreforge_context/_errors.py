@@ -3,7 +3,8 @@
 ContextError
 ├── ScenarioNotFound      the run's scenario has no folder under the use-cases root
 ├── RunStateMissing       the run state (or its stack) is not in KV yet
-└── WorkspaceUnreadable   git could not list the workspace's tree or history
+├── WorkspaceUnreadable   git could not list the workspace's tree or history
+└── SandboxProbeFailed    the probe run inside a sandbox printed no readable view
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "ContextError",
     "RunStateMissing",
+    "SandboxProbeFailed",
     "ScenarioInvalid",
     "ScenarioNotFound",
     "WorkspaceUnreadable",
@@ -35,3 +37,7 @@ class RunStateMissing(ContextError):
 
 class WorkspaceUnreadable(ContextError):
     """A git command over the agent's workspace failed."""
+
+
+class SandboxProbeFailed(ContextError):
+    """The sandbox probe printed nothing parseable (it did not run, or was cut short)."""

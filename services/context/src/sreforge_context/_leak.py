@@ -12,7 +12,18 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["HARNESS_WORDS", "Leak", "Surface", "Tells", "describe_leaks", "find_leaks"]
+__all__ = [
+    "GUARD_REASON_PREFIX",
+    "HARNESS_WORDS",
+    "Leak",
+    "Surface",
+    "Tells",
+    "describe_leaks",
+    "find_leaks",
+]
+
+GUARD_REASON_PREFIX = "contamination guard:"
+"""How every abort reason of the guard starts (the record's `abort_reason`)."""
 
 HARNESS_WORDS: tuple[str, ...] = (
     "benchmark",
@@ -35,6 +46,8 @@ _END = r"(?:(?![A-Za-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))"
 _SUFFIXES = r"(?:s|es|ed|ing|ion|ions|ive|or|ors|y)?"
 _SEPARATOR = r"[-_ .]?"
 _EXCERPT_CHARS = 80
+_ALERT_TO_CLEAR = "eval-only alert_to_clear"
+_EXPECTED_ALERT = "expected alert"
 
 
 def _word_pattern(word: str) -> str:
@@ -80,10 +93,16 @@ class Tells:
         cls, scenario_id: str, alert_to_clear: str, expected_alert: str | None = None
     ) -> Tells:
         """The tells of one run: its scenario id, the alert to clear and the expected alert."""
-        values = {"scenario id": scenario_id, "eval-only alert_to_clear": alert_to_clear}
+        values = {"scenario id": scenario_id, _ALERT_TO_CLEAR: alert_to_clear}
         if expected_alert and expected_alert != alert_to_clear:
-            values["expected alert"] = expected_alert
+            values[_EXPECTED_ALERT] = expected_alert
         return cls(values=values)
+
+    def on_endpoints(self) -> Tells:
+        """The tells on the stack's endpoints: all but the alert names, which Prometheus
+        and Alertmanager show by design (finding the firing alert is the agent's job)."""
+        kept = {k: v for k, v in self.values.items() if k not in (_ALERT_TO_CLEAR, _EXPECTED_ALERT)}
+        return Tells(values=kept, words=self.words)
 
     def patterns(self) -> list[tuple[str, re.Pattern[str]]]:
         """(label, compiled pattern) per tell, values first."""
@@ -131,4 +150,4 @@ def describe_leaks(leaks: Iterable[Leak], limit: int = 8) -> str:
     listed = list(leaks)
     shown = "; ".join(str(leak) for leak in listed[:limit])
     more = f"; and {len(listed) - limit} more" if len(listed) > limit else ""
-    return f"harness tells visible to the agent: {shown}{more}"
+    return f"{GUARD_REASON_PREFIX} harness tells visible to the agent: {shown}{more}"

@@ -1,9 +1,11 @@
 """Everything in a git workspace the agent can read, as surfaces for the leak check.
 
-The tree (file names and text contents), every commit reachable from any ref
-(`git log -p --all`: messages, author and committer identities, diffs), the ref
-names with their tag messages, and the repo config. `.git` internals beyond these
-and the runner's own sentinel directory are left out.
+The tree (file names and text contents), every commit reachable from any ref or
+reflog (`git log -p --all --reflog`: messages, author and committer identities,
+diffs, merges and stashes against their first parent, notes), the ref names with
+their tag messages, every object no such commit shows (dangling, unreachable, a
+tagged blob: `_gitstore`), and the `.git` folder's own text files. Only the
+runner's sentinel directory is left out.
 """
 
 from __future__ import annotations
@@ -12,18 +14,21 @@ import os
 from pathlib import Path
 
 from sreforge_contracts import SUBMISSION_DIR
-from sreforge_git import GitError, git
 
 from sreforge_context._errors import WorkspaceUnreadable
+from sreforge_context._gitstore import (
+    decoded_text,
+    git_dir_surfaces,
+    git_text,
+    stray_object_surfaces,
+)
 from sreforge_context._leak import Surface
 
 __all__ = ["workspace_surfaces"]
 """The runner's submit sentinel directory; created after the check, never committed."""
 
 _MAX_FILE_BYTES = 2_000_000
-_BINARY_PROBE_BYTES = 8192
 _COMMIT_MARK = "\x00commit "
-_GIT_TIMEOUT_S = 60.0
 # Tag messages are their own text; a branch's "contents" would repeat a commit message.
 _REF_FORMAT = "--format=%(refname)%(if:equals=tag)%(objecttype)%(then) %(contents)%(end)"
 
@@ -35,11 +40,11 @@ def workspace_surfaces(path: Path) -> list[Surface]:
     files = _tree_files(path)
     surfaces = [Surface("workspace file names", "\n".join(files))]
     surfaces += [s for s in (_file_surface(path, name) for name in files) if s is not None]
-    surfaces += _history_surfaces(path)
-    surfaces.append(Surface("git refs", _git(path, "for-each-ref", _REF_FORMAT)))
-    config = path / ".git" / "config"
-    if config.is_file():
-        surfaces.append(Surface("git config", config.read_text(errors="replace")))
+    history = _history_surfaces(path)
+    surfaces += [surface for _, surface in history]
+    surfaces.append(Surface("git refs", git_text(path, "for-each-ref", _REF_FORMAT)))
+    surfaces += stray_object_surfaces(path, [sha for sha, _ in history])
+    surfaces += git_dir_surfaces(path)
     return surfaces
 
 
@@ -57,22 +62,25 @@ def _tree_files(root: Path) -> list[str]:
 def _file_surface(root: Path, name: str) -> Surface | None:
     file = root / name
     try:
-        if file.is_symlink() or file.stat().st_size > _MAX_FILE_BYTES:
+        if file.is_symlink():  # its target is readable text (`readlink`), not followed
+            return Surface(f"workspace file {name}", f"-> {os.readlink(file)}")
+        if file.stat().st_size > _MAX_FILE_BYTES:
             return None
         data = file.read_bytes()
     except OSError:
         return None
-    if b"\x00" in data[:_BINARY_PROBE_BYTES]:
-        return None
-    return Surface(f"workspace file {name}", data.decode(errors="replace"))
+    text = decoded_text(data)
+    return None if text is None else Surface(f"workspace file {name}", text)
 
 
-def _history_surfaces(root: Path) -> list[Surface]:
-    log = _git(
+def _history_surfaces(root: Path) -> list[tuple[str, Surface]]:
+    log = git_text(
         root,
         "log",
         "--all",
+        "--reflog",
         "-p",
+        "--diff-merges=first-parent",
         "--no-ext-diff",
         "--no-textconv",
         "--no-color",
@@ -82,12 +90,5 @@ def _history_surfaces(root: Path) -> list[Surface]:
     surfaces = []
     for chunk in log.split(_COMMIT_MARK)[1:]:
         sha, _, body = chunk.partition("\n")
-        surfaces.append(Surface(f"git commit {sha[:12]}", body))
+        surfaces.append((sha, Surface(f"git commit {sha[:12]}", body)))
     return surfaces
-
-
-def _git(root: Path, *args: str) -> str:
-    try:
-        return git(root, *args, config={"core.quotepath": "off"}, timeout_s=_GIT_TIMEOUT_S)
-    except GitError as error:
-        raise WorkspaceUnreadable(str(error)) from error

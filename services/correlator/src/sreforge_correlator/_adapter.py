@@ -114,7 +114,9 @@ class CorrelatorService(Service):
 
     def __post_init__(self) -> None:
         routes = (
-            Route(COMMANDS_CONSUMER, self._on_start, _body),
+            # No size limit in the worker: decide_start refuses an oversize body itself, so
+            # its sender gets a RunRejected naming the limit instead of a silent dead letter.
+            Route(COMMANDS_CONSUMER, self._on_start, _body, max_bytes=None),
             Route(EVENTS_CONSUMER, self._on_event, parse_event),
             Route(TRIGGERS_CONSUMER, self._on_trigger, _parse_trigger),
             Route(DEADLETTERS_CONSUMER, self._on_dead_letter, _body),
@@ -133,7 +135,7 @@ class CorrelatorService(Service):
     def correlator(self, bus: Bus) -> Correlator:
         """The handlers bound to `bus`'s run store."""
         settings = self.current_settings
-        catalog = ScenarioCatalog(settings.use_cases)
+        catalog = ScenarioCatalog(settings.use_cases, settings.scripts_dir)
         return Correlator(RunLedger(bus.runs), catalog, settings, self._finished)
 
     async def run(self, bus: Bus, stop: asyncio.Event) -> None:

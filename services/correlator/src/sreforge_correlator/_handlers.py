@@ -95,7 +95,13 @@ class Correlator:
     async def start(self, body: bytes, message: str, now: datetime) -> StartOutcome:
         """Decide `run.start` message `message` (the same way on every delivery of it)."""
         plan = await self._ledger.plan(message, new_plan(now))
-        decision = decide_start(body, plan, self._catalog.manifest, self._settings.known_agents)
+        decision = decide_start(
+            body,
+            plan,
+            self._catalog.manifest,
+            self._settings.known_agents,
+            self._catalog.check_script,
+        )
         if isinstance(decision, Accepted):
             decision = await self._create(plan, decision)
         return StartOutcome(event=decision.event, reply=decision.reply)

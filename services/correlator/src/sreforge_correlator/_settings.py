@@ -9,7 +9,13 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["BUILTIN_AGENTS", "CorrelatorSettings", "default_agents_dir", "default_use_cases"]
+__all__ = [
+    "BUILTIN_AGENTS",
+    "CorrelatorSettings",
+    "default_agents_dir",
+    "default_scripts_dir",
+    "default_use_cases",
+]
 
 BUILTIN_AGENTS = ("noop", "reference", "scripted")
 """Agent profiles every engine knows (the first reins of the runner)."""
@@ -21,6 +27,12 @@ def default_agents_dir() -> Path:
     if configured:
         return Path(configured)
     return Path(__file__).resolve().parents[4] / "agents"
+
+
+def default_scripts_dir() -> Path | None:
+    """`SREFORGE_RUNNER_SCRIPTS_DIR` (as the runner reads it), else None."""
+    configured = os.environ.get("SREFORGE_RUNNER_SCRIPTS_DIR")
+    return Path(configured) if configured else None
 
 
 def default_use_cases() -> Path:
@@ -42,6 +54,8 @@ class CorrelatorSettings(BaseSettings):
     """Agent profiles known besides the built-in ones (comma-separated in the env)."""
     agents_dir: Path = Field(default_factory=default_agents_dir)
     """The profile catalog: every `<name>.toml` in it is a known agent."""
+    scripts_dir: Path | None = Field(default_factory=default_scripts_dir)
+    """The runner's extra folder for `scripted:<name>` (besides the scenario's negatives)."""
     agent_budget_seconds: float = Field(default=1800.0, gt=0)
     """The agent's wall-clock budget, recorded as the run's agent deadline (never scaled)."""
     correlation_window_seconds: float = Field(default=60.0, gt=0)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import structlog
 from sreforge_bus import Bus, ConsumerSpec, Context, Route, Service
@@ -42,6 +42,7 @@ from sreforge_deployer._handlers import (
     PRODUCER,
     ArmFacts,
     StackFacts,
+    ci_protection,
     ci_result,
     cleaned_up,
     deploy_failed,
@@ -77,6 +78,14 @@ CLEANUP_CONSUMER = ConsumerSpec("deployer-cleanup", ("sreforge.run.*.Recorded",)
 # Nothing reads a stack's processes once the run is scored, so they stop then, while
 # the record is written; the run dir and the verified teardown still wait for Recorded.
 SCORED_CONSUMER = ConsumerSpec("deployer-scored", ("sreforge.run.*.Scored",))
+
+
+class _CiTarget(NamedTuple):
+    """Where CI checks a run's submission out from, and whose tests protect it."""
+
+    workspace: Path
+    base_commit: str
+    scenario_id: str
 
 
 @dataclass
@@ -143,10 +152,12 @@ class Deployer:
             )
             await ci_ledger.save([failed])
             return [failed]
-        checkout = CiCheckout(*where, confinement_for(self.settings.bwrap_path))
+        confinement = confinement_for(self.settings.bwrap_path)
+        checkout = CiCheckout(where.workspace, where.base_commit, confinement)
         try:
             try:
-                gate = await asyncio.to_thread(self._gate, checkout, event.submission.diff)
+                diff = event.submission.diff
+                gate = await asyncio.to_thread(self._gate, checkout, diff, where.scenario_id)
             except Exception as error:  # the gate itself broke (clone, disk): an engine error
                 context.log.error("deployer.ci_failed", run_id=run_id, error=str(error))
                 failed = failure(run_id, "ci", error, verdict="error")
@@ -161,10 +172,15 @@ class Deployer:
         finally:
             await asyncio.to_thread(checkout.close)
 
-    def _gate(self, checkout: CiCheckout, diff: str) -> CiRun:
+    def _gate(self, checkout: CiCheckout, diff: str, scenario_id: str) -> CiRun:
         settings = self.settings
+        protection = ci_protection(settings.use_cases, scenario_id)
         return checkout.run(
-            diff, settings.python, settings.ci_timeout_seconds, settings.ci_output_max_chars
+            diff,
+            settings.python,
+            settings.ci_timeout_seconds,
+            settings.ci_output_max_chars,
+            protection,
         )
 
     async def on_recorded(self, event: Recorded, context: Context) -> Sequence[Event]:
@@ -255,7 +271,7 @@ class Deployer:
         where = await self._workspace_of(event.run_id, context)
         if isinstance(where, str):
             return [*stored, *await self._replay(deploy_ledger, event.run_id, "deploy")]
-        checkout = CiCheckout(*where)
+        checkout = CiCheckout(where.workspace, where.base_commit)
         try:
             tree, _ = await asyncio.to_thread(checkout.prepare, event.submission.diff)
             if tree is None:
@@ -304,12 +320,12 @@ class Deployer:
             return deploy_failed(run_id, service, seconds, "failed" if gate else "skipped", why)
         return deployed(run_id, service, time.monotonic() - started, gate)
 
-    async def _workspace_of(self, run_id: str, context: Context) -> tuple[Path, str] | str:
-        """(workspace, base commit) of the run, or why they are unknown."""
+    async def _workspace_of(self, run_id: str, context: Context) -> _CiTarget | str:
+        """(workspace, base commit, scenario) of the run, or why they are unknown."""
         run = self._runs.get(run_id)
         stack = run.stack if run is not None else None
         if stack is not None and stack.workspace is not None and stack.base_commit:
-            return stack.workspace.path, stack.base_commit
+            return _CiTarget(stack.workspace.path, stack.base_commit, stack.setup.scenario_id)
         entry = await context.bus.runs.get(run_id)
         try:
             state = None if entry is None else RunState.model_validate_json(entry.value)
@@ -319,7 +335,7 @@ class Deployer:
             return f"no workspace known for run {run_id} (no StackReady in its state)"
         if not state.base_commit:
             return f"no base commit known for run {run_id} (no FaultArmed in its state)"
-        return Path(state.stack.run_workspace.path), state.base_commit
+        return _CiTarget(Path(state.stack.run_workspace.path), state.base_commit, state.scenario_id)
 
     async def _replay(self, ledger: StageLedger, run_id: str, stage: str) -> Sequence[Event]:
         stored = await ledger.outcome()

@@ -28,7 +28,9 @@ from sreforge_git import GitError, GitResult, run_git
 
 from sreforge_deployer._confine import JAIL_HOME, ci_jail, confine, confinement_for
 from sreforge_deployer._errors import WorkspaceError
+from sreforge_deployer._gate import CiProtection, SetOutcome, run_test_sets
 from sreforge_deployer._history import Author
+from sreforge_deployer._test_trees import copy_tree
 from sreforge_deployer._workspace import NO_REFLOG, Workspace, identity_env
 
 __all__ = ["MERGE_AUTHOR", "MERGE_MESSAGE", "CiCheckout", "CiRun", "merge_and_checkout"]
@@ -46,6 +48,7 @@ _HARNESS_GIT_CONFIG = (
     "\tlogallrefupdates = false\n"
 )
 _DEFAULT_BWRAP = "bwrap"
+_MAX_SETS = 3
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,8 @@ class CiRun:
     duration_ms: float
     tree: str | None = None
     """The submitted tree's id in the checkout (set when the patch applied)."""
+    test_sets: tuple[SetOutcome, ...] = ()
+    """The test sets that ran, in order (none when the diff did not apply)."""
 
 
 class CiCheckout:
@@ -74,6 +79,8 @@ class CiCheckout:
         self.confinement = confinement
         self._root = Path(tempfile.mkdtemp(prefix="ci-"))
         self.path = self._root / "repo"
+        self.base_tree = self._root / "base"
+        """The base commit's files, untouched by any test run (the hand-off tests' source)."""
 
     def __enter__(self) -> CiCheckout:
         return self
@@ -88,23 +95,46 @@ class CiCheckout:
     def prepare(self, diff: str) -> tuple[str | None, str | None]:
         """Clone at the base and apply `diff`: (tree id, None), or (None, git's complaint)."""
         self._clone()
+        copy_tree(self.path, self.base_tree)
         complaint = self._apply(diff)
         if complaint is not None:
             return None, complaint
         return self._git("write-tree").stdout.strip(), None
 
-    def run(self, diff: str, python: str, timeout_s: float, max_chars: int) -> CiRun:
-        """Check out the base, apply `diff`, run the app's tests; never raises for a red run."""
+    def run(
+        self,
+        diff: str,
+        python: str,
+        timeout_s: float,
+        max_chars: int,
+        protection: CiProtection | None = None,
+    ) -> CiRun:
+        """Check out the base, apply `diff`, run the test sets; never raises for a red run.
+
+        `timeout_s` bounds each set; `max_chars` the output, shared between the sets.
+        """
         started = time.monotonic()
         tree, complaint = self.prepare(diff)
         if tree is None:
             return CiRun(False, complaint or "", None, _ms_since(started))
-        code, output = _run_tests(self.path, python, timeout_s, confinement=self.confinement)
-        return CiRun(code == 0, truncate(output, max_chars), code, _ms_since(started), tree)
+
+        def runner(cwd: Path, extra: Sequence[str]) -> tuple[int | None, str]:
+            return _run_tests(cwd, python, timeout_s, extra, confinement=self.confinement)
+
+        work = self._root / "gate"
+        work.mkdir()
+        sets = run_test_sets(self.path, self.base_tree, work, runner, protection or CiProtection())
+        green = all(ran.green for ran in sets)
+        deciding = next((ran for ran in sets if not ran.green), sets[-1])
+        output = _gate_output(sets, max_chars)
+        return CiRun(green, output, deciding.exit_code, _ms_since(started), tree, tuple(sets))
 
     def _clone(self) -> None:
         src = str(self.workspace)
-        args = ["clone", "-q", "--no-checkout", "--shared", src, str(self.path)]
+        # Not --shared or a local clone: those read the agent's object store as is, so a
+        # rewritten object would change the hand-off tests. Over the transport every object
+        # is hashed on arrival, and one that is not what its id says is refused.
+        args = ["clone", "-q", "--no-checkout", "--no-local", src, str(self.path)]
         _checked(_git_run(self._root, args), "clone of the run workspace")
         _checked(self._git("checkout", "-q", "--detach", self.base_commit), "checkout of base")
 
@@ -161,6 +191,12 @@ def _main_head(workspace: Workspace) -> str | None:
     if found.returncode != 0:
         return None
     return found.stdout.strip() or None
+
+
+def _gate_output(sets: Sequence[SetOutcome], max_chars: int) -> str:
+    """Each set's banner and its output, the output cut to a share of `max_chars`."""
+    share = max(max_chars // _MAX_SETS, 200)
+    return "\n".join(f"{ran.header()}\n{truncate(ran.output, share)}" for ran in sets)
 
 
 def _disarm(path: Path) -> None:

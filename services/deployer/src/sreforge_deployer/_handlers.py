@@ -12,6 +12,7 @@ from typing import Literal
 
 from sreforge_contracts import (
     CiResult,
+    CiTestSet,
     CleanedUp,
     ContractError,
     Deployed,
@@ -24,13 +25,16 @@ from sreforge_contracts import (
 
 from sreforge_deployer._ci import CiRun
 from sreforge_deployer._errors import StackSpecError
+from sreforge_deployer._gate import CiProtection
 from sreforge_deployer._spec import ScenarioSetup
+from sreforge_deployer._test_sets import ChangedTests
 
 __all__ = [
     "MAX_REASON_CHARS",
     "PRODUCER",
     "ArmFacts",
     "StackFacts",
+    "ci_protection",
     "ci_result",
     "cleaned_up",
     "deploy_failed",
@@ -77,6 +81,19 @@ def find_scenario_dir(use_cases: Path, scenario_id: str) -> Path:
         raise StackSpecError(str(error)) from error
 
 
+def ci_protection(use_cases: Path, scenario_id: str) -> CiProtection:
+    """The scenario's hidden CI tests (`verify/ci/`, if present) and `ci_changed_tests`."""
+    try:
+        scenario = find_scenario(use_cases, scenario_id)
+    except ContractError as error:
+        raise StackSpecError(str(error)) from error
+    hidden = scenario.ci_tests_dir
+    return CiProtection(
+        hidden_dir=hidden if hidden.is_dir() else None,
+        changed=ChangedTests.from_entries(scenario.manifest.verify.ci_changed_tests),
+    )
+
+
 def stack_ready(run_id: str, facts: StackFacts) -> StackReady:
     """StackReady with both endpoint views and the workspace the agent works in."""
     return StackReady(
@@ -116,7 +133,7 @@ def failure(
 
 
 def ci_result(run_id: str, run: CiRun) -> CiResult:
-    """The gate's outcome as an event."""
+    """The gate's outcome as an event, with each test set that ran and its counts."""
     return CiResult(
         run_id=run_id,
         producer=PRODUCER,
@@ -124,6 +141,20 @@ def ci_result(run_id: str, run: CiRun) -> CiResult:
         output=run.output,
         duration_ms=run.duration_ms,
         exit_code=run.exit_code,
+        test_sets=[
+            CiTestSet(
+                name=ran.name,
+                green=ran.green,
+                exit_code=ran.exit_code,
+                passed=ran.passed,
+                failed=ran.failed,
+                skipped=ran.skipped,
+                errors=ran.errors,
+                duration_ms=ran.duration_ms,
+            )
+            for ran in run.test_sets
+        ]
+        or None,
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["DeployerSettings", "default_runs_root", "default_use_cases"]
+__all__ = ["DeployerSettings", "default_engine_home", "default_runs_root", "default_use_cases"]
 
 
 def default_runs_root() -> Path:
@@ -21,6 +21,14 @@ def default_runs_root() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = Path(runtime) if runtime else Path(tempfile.gettempdir())
     return base / "stacks"
+
+
+def default_engine_home() -> Path:
+    """`SREFORGE_HOME` (as the engine reads it), else `~/.local/state/sreforge`."""
+    configured = os.environ.get("SREFORGE_HOME")
+    if configured:
+        return Path(configured)
+    return Path.home() / ".local" / "state" / "sreforge"
 
 
 def default_use_cases() -> Path:
@@ -45,6 +53,8 @@ class DeployerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SREFORGE_DEPLOYER_", frozen=True)
 
     runs_root: Path = Field(default_factory=default_runs_root)
+    engine_home: Path = Field(default_factory=default_engine_home)
+    """The engine home recorded in each stack record (the runs root is shared by homes)."""
     port_lock_dir: Path = Field(
         default_factory=lambda: Path(tempfile.gettempdir()) / "sreforge-ports"
     )

@@ -417,6 +417,7 @@ class LocalStack:
             groups=groups,
             agent_endpoints={k: v for k, v in known.items() if k in self._agent_names()},
             operator_endpoints=known,
+            engine_home=self.settings.engine_home,
         )
 
     def _agent_names(self) -> set[str]:

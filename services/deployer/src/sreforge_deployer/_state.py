@@ -37,6 +37,15 @@ class StackRecord(BaseModel):
     groups: dict[str, GroupRecord] = Field(default_factory=dict)
     agent_endpoints: dict[str, str] = Field(default_factory=dict)
     operator_endpoints: dict[str, str] = Field(default_factory=dict)
+    engine_home: Path | None = None
+    """The `SREFORGE_HOME` of the engine that started the stack; None in older records.
+
+    The runs root is shared by every home, so `stack down --all` tears down only the
+    stacks of its own home."""
+
+    def owned_by(self, home: Path) -> bool:
+        """Whether this stack was started from engine home `home` (False when unrecorded)."""
+        return self.engine_home is not None and _same(self.engine_home, home)
 
     def write(self) -> None:
         """Atomically (re)write the record into its run dir."""
@@ -44,6 +53,10 @@ class StackRecord(BaseModel):
         scratch = path.with_suffix(".tmp")
         scratch.write_text(self.model_dump_json(indent=2))
         os.replace(scratch, path)
+
+
+def _same(one: Path, other: Path) -> bool:
+    return one.expanduser().resolve() == other.expanduser().resolve()
 
 
 def read_record(run_dir: Path) -> StackRecord | None:

@@ -28,6 +28,7 @@ from sreforge_oracle._model import (
     GradingConfig,
     GradingSample,
     MitigationGrade,
+    MonitoringSnapshot,
     ObservedAlert,
     StopReason,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "GradingInterrupted",
     "GradingSample",
     "MitigationGrade",
+    "MonitoringSnapshot",
     "ObservedAlert",
     "Oracle",
     "OracleError",

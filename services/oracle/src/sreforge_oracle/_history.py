@@ -34,9 +34,10 @@ async def history_samples(
 ) -> list[GradingSample]:
     """One sample per step from `start` to `end` as Prometheus recorded them.
 
-    The probe's target alert, SLI, load (and ok-ratio) queries are read at each step, in
-    pieces of at most `MAX_POINTS` steps. Raises `ProbeError` if Prometheus
-    cannot answer.
+    The probe's target alert, SLI, load (and ok-ratio, request-count) queries are read
+    at each step, in pieces of at most `MAX_POINTS` steps. The load generator's own
+    latency histogram and the monitoring plane have no history here: those samples
+    carry neither. Raises `ProbeError` if Prometheus cannot answer.
     """
     start_ms, end_ms = _ms(start), _ms(end)
     if end_ms < start_ms:
@@ -58,11 +59,10 @@ async def _stretch(
     sli = await probe.query_range(probe.sli_promql, **span)
     target = await probe.query_range(probe.load_promql[0], **span)
     achieved = await probe.query_range(probe.load_promql[1], **span)
-    service = (
-        []
-        if probe.service_promql is None
-        else await probe.query_range(probe.service_promql, **span)
-    )
+    service, app, load = [
+        [] if promql is None else await probe.query_range(promql, **span)
+        for promql in (probe.service_promql, *probe.count_promql)
+    ]
     samples = []
     for at_ms in range(start_ms, end_ms + 1, step_ms):
         observed = _alerts_at(alerts, at_ms)
@@ -78,6 +78,9 @@ async def _stretch(
                 load_target_rps=_max_at(target, at_ms),
                 load_achieved_rps=_max_at(achieved, at_ms),
                 service_ok_ratio=_max_at(service, at_ms),
+                app_requests=_max_at(app, at_ms),
+                load_requests=_max_at(load, at_ms),
+                from_history=True,
             )
         )
     return samples

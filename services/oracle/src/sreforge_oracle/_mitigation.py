@@ -12,6 +12,7 @@ from typing import Literal
 
 from sreforge_contracts import OracleScore, OracleSignal
 
+from sreforge_oracle._client_sli import assess_client_sli
 from sreforge_oracle._errors import GradingError
 from sreforge_oracle._load import assess_load
 from sreforge_oracle._model import (
@@ -23,7 +24,9 @@ from sreforge_oracle._model import (
     ObservedAlert,
     StopReason,
 )
+from sreforge_oracle._monitoring import assess_monitoring
 from sreforge_oracle._service import assess_service
+from sreforge_oracle._telemetry import assess_telemetry
 from sreforge_oracle._window import Finding, Window, first_gap, window_of
 
 __all__ = ["grade", "grading_complete"]
@@ -36,7 +39,8 @@ class _Assessment:
     window: Window
     weighted: dict[str, Finding]
     gates: tuple[Finding, ...]
-    """`load_held`, then `service_held` when the scenario declares it (weight 0 each)."""
+    """`load_held`, then each declared one of `service_held`, `client_sli_held`,
+    `telemetry_intact` and `monitoring_intact` (weight 0 each)."""
 
     def score(self, config: GradingConfig) -> float:
         return _weighted_mean(config, {k: f.signal.value for k, f in self.weighted.items()})
@@ -94,7 +98,7 @@ def grading_complete(
 
     Stop when the window is fully observed, or when no later sample could let
     the run pass: every open signal is credited its best possible value and the
-    run still falls short of the threshold, or a gate (load, service) already failed. Signals
+    run still falls short of the threshold, or a gate already failed for good. Signals
     only get worse with more samples once settled, so this never stops a run
     that could still pass; it never stops early towards `passed`.
     """
@@ -124,8 +128,13 @@ def _assess(
         "time_to_clear": _time_to_clear(config, window),
         "no_new_alerts": _no_new_alerts(config, window, {a.key for a in handoff_alerts}),
     }
-    service = assess_service(config, window)
-    gates = (assess_load(config, window),) + (() if service is None else (service,))
+    declared = (
+        assess_service(config, window),
+        assess_client_sli(config, window),
+        assess_telemetry(config, window),
+        assess_monitoring(config, window),
+    )
+    gates = (assess_load(config, window), *(g for g in declared if g is not None))
     return _Assessment(window, weighted, gates)
 
 

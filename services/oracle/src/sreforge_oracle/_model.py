@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -16,6 +16,7 @@ __all__ = [
     "GradingConfig",
     "GradingSample",
     "MitigationGrade",
+    "MonitoringSnapshot",
     "ObservedAlert",
     "StopReason",
 ]
@@ -59,6 +60,15 @@ class GradingConfig(_Frozen):
     when a not-firing sample starts to count as the alert's clear: a deploy that
     drains the load lets any alert resolve, so "not firing" means something only
     once the alert has evaluated the resumed load for its `for` duration.
+
+    The outside-the-app gates: `client_latency_objective_seconds` with
+    `client_latency_objective_ratio` declare `client_sli_held` (the load generator's
+    own latency histogram); `telemetry_gated` declares `telemetry_intact` (the SLI has
+    a value at every sample after the load grace) and `telemetry_count_tolerance` adds
+    its request-count cross-check; `monitoring_gated` declares `monitoring_intact`
+    (Prometheus and Alertmanager up since before `fault_armed_at`, unchanged, and
+    scraping every job of `monitoring_jobs`: those the scenario's queries read). Each
+    tolerates a shortfall shorter than its `*_tolerance_seconds`.
     """
 
     alert_to_clear: str = Field(min_length=1)
@@ -75,6 +85,32 @@ class GradingConfig(_Frozen):
     service_min_ok_ratio: float | None = Field(default=None, gt=0, le=1)
     service_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
     clear_settle_seconds: float = Field(default=0.0, ge=0)
+    client_latency_objective_seconds: float | None = Field(default=None, gt=0)
+    client_latency_objective_ratio: float | None = Field(default=None, gt=0, le=1)
+    client_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
+    telemetry_gated: bool = False
+    telemetry_count_tolerance: float | None = Field(default=None, ge=0, lt=1)
+    telemetry_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
+    monitoring_gated: bool = False
+    fault_armed_at: datetime | None = None
+    monitoring_jobs: frozenset[str] = frozenset()
+    monitoring_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
+
+    @field_validator("fault_armed_at")
+    @classmethod
+    def _aware(cls, armed: datetime | None) -> datetime | None:
+        # Prometheus reports aware times; a naive armed time is the harness's UTC.
+        return armed.replace(tzinfo=UTC) if armed is not None and armed.tzinfo is None else armed
+
+    @model_validator(mode="after")
+    def _client_objective_paired(self) -> GradingConfig:
+        seconds, ratio = self.client_latency_objective_seconds, self.client_latency_objective_ratio
+        if (seconds is None) != (ratio is None):
+            raise ValueError(
+                "client_latency_objective_seconds and client_latency_objective_ratio "
+                f"go together, got {seconds} and {ratio}"
+            )
+        return self
 
     @field_validator("weights")
     @classmethod
@@ -150,6 +186,26 @@ class ObservedAlert(_Frozen):
         return (self.name, self.service)
 
 
+class MonitoringSnapshot(_Frozen):
+    """The monitoring plane at one sample: since when it runs, with which rules and targets.
+
+    `rules`, `targets` and `alertmanager_config` are short fingerprints (hashes) of
+    what grading depends on: the rules' names, queries, `for`, labels and
+    annotations; each scrape job's URLs; Alertmanager's configuration as loaded.
+    `jobs` are the scrape jobs among the targets. The Alertmanager fields are `None`
+    when it did not answer.
+    """
+
+    prometheus_started_at: datetime
+    prometheus_config_loaded_at: datetime | None = None
+    prometheus_reload_ok: bool = True
+    rules: str
+    targets: str
+    jobs: tuple[str, ...] = ()
+    alertmanager_started_at: datetime | None = None
+    alertmanager_config: str | None = None
+
+
 class GradingSample(_Frozen):
     """One probe of the grading window; `offset_seconds` counts from `Deployed`.
 
@@ -157,7 +213,13 @@ class GradingSample(_Frozen):
     `None` when the SLI query had no value (no traffic answered); the load rates
     are `None` when the load generator reported nothing, and so is
     `service_ok_ratio` (the share of its checked answers that were complete over
-    its window) when it had none to report or was not read.
+    its window) when it had none to report or was not read. From the load
+    generator's own latency histogram: `client_requests` (its count) and
+    `client_within_objective` (its cumulative bucket at the objective), with
+    `client_p99_seconds` its p99 gauge; `app_requests` and `load_requests` are the
+    `[verify.telemetry]` counts on Prometheus; `monitoring` the monitoring plane.
+    Each is `None` when not read or not answered. `from_history` marks a sample
+    read back from Prometheus's TSDB (a stretch the oracle did not watch live).
     """
 
     at: datetime
@@ -168,6 +230,13 @@ class GradingSample(_Frozen):
     load_achieved_rps: float | None = None
     load_target_rps: float | None = None
     service_ok_ratio: float | None = None
+    client_requests: float | None = None
+    client_within_objective: float | None = None
+    client_p99_seconds: float | None = None
+    app_requests: float | None = None
+    load_requests: float | None = None
+    monitoring: MonitoringSnapshot | None = None
+    from_history: bool = False
 
     def firing(self) -> list[ObservedAlert]:
         """The alerts firing (not merely pending) at this sample."""
@@ -183,6 +252,10 @@ class GradingSample(_Frozen):
             firing_alerts=sorted({alert.name for alert in self.firing()}),
             load_achieved_rps=self.load_achieved_rps,
             load_target_rps=self.load_target_rps,
+            client_p99_seconds=self.client_p99_seconds,
+            client_requests=self.client_requests,
+            app_requests=self.app_requests,
+            load_requests=self.load_requests,
         )
 
 

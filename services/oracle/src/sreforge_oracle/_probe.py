@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -14,7 +13,14 @@ import httpx
 from sreforge_contracts import AlertState
 
 from sreforge_oracle._errors import ProbeError
-from sreforge_oracle._model import GradingSample, ObservedAlert
+from sreforge_oracle._exposition import LoadgenReading, finite, read_loadgen
+from sreforge_oracle._model import GradingSample, MonitoringSnapshot, ObservedAlert
+from sreforge_oracle._plane import (
+    alertmanager_status,
+    rules_fingerprint,
+    runtime_info,
+    targets_fingerprint,
+)
 
 __all__ = ["PrometheusProbe", "parse_duration", "target_state"]
 
@@ -37,8 +43,13 @@ class PrometheusProbe:
     the generator's own `/metrics` instead (no scrape lag); a generator that
     does not answer there reads as no load data. With `service_ok_promql`, each
     sample also reads the load generator's ok ratio (`loadgen_ok_ratio`, from its
-    `/metrics` too when `loadgen_metrics_url` is set). Prometheus failures raise
-    `ProbeError`.
+    `/metrics` too when `loadgen_metrics_url` is set). That scrape, one per sample,
+    also gives the generator's latency histogram (its count, and its bucket at
+    `client_objective_seconds`) and p99 gauge. `app_requests_promql` and
+    `load_requests_promql` are read when set; with `read_monitoring`, each sample
+    also reads the monitoring plane (Prometheus's runtime info, rules and targets,
+    and `alertmanager_url`'s status; an Alertmanager that does not answer reads as
+    such, never as an error). Prometheus failures raise `ProbeError`.
     """
 
     def __init__(
@@ -51,6 +62,11 @@ class PrometheusProbe:
         load_achieved_promql: str = "sum(loadgen_achieved_rps)",
         loadgen_metrics_url: str | None = None,
         service_ok_promql: str | None = None,
+        client_objective_seconds: float | None = None,
+        app_requests_promql: str | None = None,
+        load_requests_promql: str | None = None,
+        read_monitoring: bool = False,
+        alertmanager_url: str | None = None,
         timeout_seconds: float = 2.0,
     ) -> None:
         self._base = base_url.rstrip("/")
@@ -59,6 +75,10 @@ class PrometheusProbe:
         self._load_promql = (load_target_promql, load_achieved_promql)
         self._loadgen_url = loadgen_metrics_url
         self._service_promql = service_ok_promql
+        self._objective = client_objective_seconds
+        self._count_promql = (app_requests_promql, load_requests_promql)
+        self._read_monitoring = read_monitoring
+        self._alertmanager = None if alertmanager_url is None else alertmanager_url.rstrip("/")
         self._client = httpx.AsyncClient(timeout=timeout_seconds)
 
     @property
@@ -81,6 +101,11 @@ class PrometheusProbe:
         """The load generator's ok-ratio query, or `None` when the run is not gated on it."""
         return self._service_promql
 
+    @property
+    def count_promql(self) -> tuple[str | None, str | None]:
+        """The (app, load) request-count queries, each `None` when not read."""
+        return self._count_promql
+
     async def __aenter__(self) -> Self:
         return self
 
@@ -98,26 +123,92 @@ class PrometheusProbe:
 
     async def sample(self, *, at: datetime, offset_seconds: float) -> GradingSample:
         """Take one sample: all reads run concurrently; any Prometheus failure raises."""
+        app_promql, load_promql = self._count_promql
         try:
             async with asyncio.TaskGroup() as group:
                 alerts_task = group.create_task(self.alerts())
                 sli_task = group.create_task(self.query(self._sli_promql))
-                load_task = group.create_task(self.load())
-                service_task = group.create_task(self.service_ok_ratio())
+                load_task = group.create_task(self._load_reading())
+                app_task = group.create_task(self._maybe_query(app_promql))
+                count_task = group.create_task(self._maybe_query(load_promql))
+                plane_task = group.create_task(self._maybe_monitoring())
         except* ProbeError as failures:
             raise failures.exceptions[0] from None
-        alerts, sli = alerts_task.result(), sli_task.result()
-        target, achieved = load_task.result()
+        alerts, load = alerts_task.result(), load_task.result()
         return GradingSample(
             at=at,
             offset_seconds=offset_seconds,
             target_state=target_state(alerts, self._alert_name),
             alerts=tuple(alerts),
-            sli=sli,
-            load_achieved_rps=achieved,
-            load_target_rps=target,
-            service_ok_ratio=service_task.result(),
+            sli=sli_task.result(),
+            load_achieved_rps=load.achieved_rps,
+            load_target_rps=load.target_rps,
+            service_ok_ratio=load.ok_ratio if self._service_promql is not None else None,
+            client_requests=load.client_requests,
+            client_within_objective=load.client_within_objective,
+            client_p99_seconds=load.client_p99_seconds,
+            app_requests=app_task.result(),
+            load_requests=count_task.result(),
+            monitoring=plane_task.result(),
         )
+
+    async def monitoring(self) -> MonitoringSnapshot:
+        """The monitoring plane now: Prometheus's start, config load, rules, targets, and AM."""
+        base = self._base
+        try:
+            async with asyncio.TaskGroup() as group:
+                info = group.create_task(self._get_data(f"{base}/api/v1/status/runtimeinfo", {}))
+                rules = group.create_task(self._get_data(f"{base}/api/v1/rules", {}))
+                targets = group.create_task(
+                    self._get_data(f"{base}/api/v1/targets", {"state": "active"})
+                )
+                manager = group.create_task(self.alertmanager())
+        except* ProbeError as failures:
+            raise failures.exceptions[0] from None
+        started, loaded, reload_ok = runtime_info(
+            info.result(), f"{base}/api/v1/status/runtimeinfo"
+        )
+        fingerprint, jobs = targets_fingerprint(targets.result(), f"{base}/api/v1/targets")
+        am = manager.result()
+        return MonitoringSnapshot(
+            prometheus_started_at=started,
+            prometheus_config_loaded_at=loaded,
+            prometheus_reload_ok=reload_ok,
+            rules=rules_fingerprint(rules.result(), f"{base}/api/v1/rules"),
+            targets=fingerprint,
+            jobs=jobs,
+            alertmanager_started_at=None if am is None else am[0],
+            alertmanager_config=None if am is None else am[1],
+        )
+
+    async def alertmanager(self) -> tuple[datetime, str] | None:
+        """Alertmanager's (start time, config fingerprint); `None` when it does not answer."""
+        if self._alertmanager is None:
+            return None
+        try:
+            response = await self._client.get(f"{self._alertmanager}/api/v2/status")
+            response.raise_for_status()
+            return alertmanager_status(response.json())
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    async def _maybe_query(self, promql: str | None) -> float | None:
+        return None if promql is None else await self.query(promql)
+
+    async def _maybe_monitoring(self) -> MonitoringSnapshot | None:
+        return await self.monitoring() if self._read_monitoring else None
+
+    async def _load_reading(self) -> LoadgenReading:
+        """The load as one scrape of the generator gives it, or from Prometheus without its URL."""
+        if self._loadgen_url is not None:
+            text = await self._scrape(self._loadgen_url)
+            if text is None:
+                return LoadgenReading()  # the generator is what we observe: silence means it died
+            return read_loadgen(text, self._loadgen_url, self._objective)
+        target, achieved, ok = await asyncio.gather(
+            *(self._maybe_query(q) for q in (*self._load_promql, self._service_promql))
+        )
+        return LoadgenReading(target_rps=target, achieved_rps=achieved, ok_ratio=ok)
 
     async def alerts(self) -> list[ObservedAlert]:
         """Every active (firing or pending) alert with its labels."""
@@ -183,31 +274,14 @@ class PrometheusProbe:
 
     async def load(self) -> tuple[float | None, float | None]:
         """The load generator's (target, achieved) rates in requests per second."""
-        if self._loadgen_url is not None:
-            return await self._scrape_load(self._loadgen_url)
-        target, achieved = await asyncio.gather(*(self.query(q) for q in self._load_promql))
-        return target, achieved
+        reading = await self._load_reading()
+        return reading.target_rps, reading.achieved_rps
 
     async def service_ok_ratio(self) -> float | None:
         """The share of the load generator's checked answers that were ok; `None` unread."""
         if self._service_promql is None:
             return None
-        if self._loadgen_url is not None:
-            text = await self._scrape(self._loadgen_url)
-            values = (
-                [] if text is None else _exposition(text, "loadgen_ok_ratio", self._loadgen_url)
-            )
-            return min(values) if values else None
-        return await self.query(self._service_promql)
-
-    async def _scrape_load(self, url: str) -> tuple[float | None, float | None]:
-        text = await self._scrape(url)
-        if text is None:
-            return None, None  # the generator is what we observe: silence means it died
-        return (
-            _exposition_sum(text, "loadgen_target_rps", url),
-            _exposition_sum(text, "loadgen_achieved_rps", url),
-        )
+        return (await self._load_reading()).ok_ratio
 
     async def _scrape(self, url: str) -> str | None:
         """The generator's exposition text, or `None` when it does not answer."""
@@ -270,7 +344,7 @@ def _matrix(data: Any, endpoint: str) -> list[tuple[dict[str, str], dict[int, fl
         for point in values:
             if not isinstance(point, list) or len(point) != 2:
                 raise ProbeError(f"malformed matrix point: {point!r:.200}", endpoint=endpoint)
-            points[round(float(point[0]) * 1000)] = _finite(point[1], endpoint)
+            points[round(float(point[0]) * 1000)] = finite(point[1], endpoint)
         series.append(({str(k): str(v) for k, v in metric.items()}, points))
     return series
 
@@ -290,9 +364,9 @@ def _instant_value(data: Any, endpoint: str) -> float | None:
     kind = data.get("resultType") if isinstance(data, dict) else None
     result = data.get("result") if isinstance(data, dict) else None
     if kind == "scalar" and isinstance(result, list) and len(result) == 2:
-        return _finite(result[1], endpoint)
+        return finite(result[1], endpoint)
     if kind == "vector" and isinstance(result, list):
-        values = [_finite(_sample_value(item, endpoint), endpoint) for item in result]
+        values = [finite(_sample_value(item, endpoint), endpoint) for item in result]
         present = [value for value in values if value is not None]
         return max(present) if present else None
     raise ProbeError(f"expected a scalar or vector result, got {data!r:.200}", endpoint=endpoint)
@@ -303,36 +377,3 @@ def _sample_value(item: Any, endpoint: str) -> Any:
     if not isinstance(value, list) or len(value) != 2:
         raise ProbeError(f"malformed vector sample: {item!r:.200}", endpoint=endpoint)
     return value[1]
-
-
-def _finite(raw: Any, endpoint: str) -> float | None:
-    try:
-        value = float(raw)
-    except (TypeError, ValueError) as error:
-        raise ProbeError(f"sample value {raw!r} is not a number", endpoint=endpoint) from error
-    return value if math.isfinite(value) else None
-
-
-def _exposition_sum(text: str, metric: str, url: str) -> float | None:
-    """Sum a metric's series in Prometheus text exposition; `None` when it is absent."""
-    values = _exposition(text, metric, url)
-    return sum(values) if values else None
-
-
-def _exposition(text: str, metric: str, url: str) -> list[float]:
-    """A metric's finite values in Prometheus text exposition, one per series."""
-    values: list[float] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, _, rest = line.partition("{") if "{" in line.split(" ", 1)[0] else line.partition(" ")
-        if name != metric:
-            continue
-        fields = (rest.rpartition("}")[2] if "}" in rest else rest).split()
-        if not fields:
-            raise ProbeError(f"no value on the line {line!r}", endpoint=url)
-        value = _finite(fields[0], url)
-        if value is not None:
-            values.append(value)
-    return values

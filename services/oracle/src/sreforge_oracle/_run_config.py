@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from sreforge_contracts import (
@@ -34,10 +36,12 @@ __all__ = [
     "grading_config",
     "handoff_union",
     "oracle_failed",
+    "scenario_jobs",
     "scored",
 ]
 
 PRODUCER = "oracle"
+_JOB = re.compile(r'\bjob\s*=\s*"([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ def grading_config(
     timing: PrometheusTiming,
     *,
     load_warmup_seconds: float,
+    fault_armed_at: datetime | None = None,
 ) -> GradingConfig:
     """The manifest's windows x `time_scale`, its weights, threshold, scope and gates.
 
@@ -72,11 +77,14 @@ def grading_config(
     load is judged from one scrape plus the generator's warm-up after `Deployed`;
     the alert's clear counts once it has judged that load for its `for` duration
     plus two evaluations (capped at half of max_clear_time_seconds); the gates
-    tolerate a shortfall shorter than one scrape interval.
+    tolerate a shortfall shorter than one scrape interval. `telemetry_intact` and
+    `monitoring_intact` gate every run; `fault_armed_at` (the run state's
+    `armed_at`) unknown fails the latter closed.
     """
     windows = manifest.eval_only(time_scale)
     verify = manifest.verify
     load_grace = timing.scrape_interval_seconds + load_warmup_seconds
+    scrape = timing.scrape_interval_seconds
     settle = load_grace + timing.alert_for_seconds + 2 * timing.eval_interval_seconds
     return GradingConfig(
         alert_to_clear=windows.alert_to_clear,
@@ -88,11 +96,32 @@ def grading_config(
         scope=frozenset(verify.scope) or None,
         load_grace_seconds=load_grace,
         # One missed probe of a busy machine is no death: a shortfall must outlast a scrape.
-        load_dip_tolerance_seconds=timing.scrape_interval_seconds,
-        service_dip_tolerance_seconds=timing.scrape_interval_seconds,
+        load_dip_tolerance_seconds=scrape,
+        service_dip_tolerance_seconds=scrape,
         clear_settle_seconds=min(settle, windows.max_clear_time_seconds / 2),
         service_min_ok_ratio=verify.service_min_ok_ratio,
+        client_latency_objective_seconds=verify.client_latency_objective_seconds,
+        client_latency_objective_ratio=verify.client_latency_objective_ratio,
+        client_dip_tolerance_seconds=scrape,
+        telemetry_gated=True,
+        telemetry_count_tolerance=None
+        if verify.telemetry is None
+        else verify.telemetry.count_tolerance,
+        telemetry_dip_tolerance_seconds=scrape,
+        monitoring_gated=True,
+        fault_armed_at=fault_armed_at,
+        monitoring_jobs=scenario_jobs(manifest),
+        monitoring_dip_tolerance_seconds=scrape,
     )
+
+
+def scenario_jobs(manifest: ScenarioManifest) -> frozenset[str]:
+    """The scrape jobs the scenario's queries name (`job="..."`): grading reads their series."""
+    queries = [] if manifest.expected is None else [manifest.expected.p99_promql]
+    telemetry = manifest.verify.telemetry
+    if telemetry is not None:
+        queries += [telemetry.app_requests_promql, telemetry.load_requests_promql]
+    return frozenset(job for query in queries for job in _JOB.findall(query))
 
 
 def handoff_union(

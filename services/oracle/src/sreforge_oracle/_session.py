@@ -67,14 +67,22 @@ class GradingSession:
         manifest = find_manifest(settings.use_cases_dir, state.scenario_id)
         if manifest.expected is None:
             raise OracleError(f"scenario {manifest.id} has no [expected] alert to grade")
-        expected = manifest.expected
+        expected, telemetry = manifest.expected, manifest.verify.telemetry
+        endpoints = {} if state.stack is None else state.stack.operator_endpoints
+        loadgen = endpoints.get(settings.loadgen_endpoint)
         async with PrometheusProbe(
             url,
             alert_name=expected.alert,
             sli_promql=expected.p99_promql,
             load_target_promql=settings.load_target_promql,
             load_achieved_promql=settings.load_achieved_promql,
+            loadgen_metrics_url=None if loadgen is None else f"{loadgen.rstrip('/')}/metrics",
             service_ok_promql=_service_promql(settings, manifest),
+            client_objective_seconds=manifest.verify.client_latency_objective_seconds,
+            app_requests_promql=None if telemetry is None else telemetry.app_requests_promql,
+            load_requests_promql=None if telemetry is None else telemetry.load_requests_promql,
+            read_monitoring=True,
+            alertmanager_url=endpoints.get(settings.alertmanager_endpoint),
             timeout_seconds=settings.probe_timeout_seconds,
         ) as probe:
             config = grading_config(
@@ -82,6 +90,7 @@ class GradingSession:
                 state.time_scale,
                 await _timing(probe, expected.alert, settings.prometheus_wait_seconds),
                 load_warmup_seconds=settings.load_warmup_seconds,
+                fault_armed_at=state.armed_at,
             )
             handoff = handoff_union(await journal.handoff() or (), state.handoff_alerts)
             self._log.info("oracle.grading", config=config.model_dump(mode="json"))

@@ -24,6 +24,11 @@ class OracleSettings(BaseSettings):
     """The `use-cases/` root holding `<use_case>/scenarios/<id>/scenario.toml`."""
     prometheus_endpoint: str = "prometheus"
     """The key of the run's Prometheus in the stack's `operator_endpoints`."""
+    alertmanager_endpoint: str = "alertmanager"
+    """The key of the run's Alertmanager there (read by `monitoring_intact`)."""
+    loadgen_endpoint: str = "loadgen"
+    """The key of the load generator there: its `/metrics` is scraped once per sample
+    (rates, ok ratio, client latency); without it the rates come from Prometheus."""
     load_target_promql: str = "sum(loadgen_target_rps)"
     load_achieved_promql: str = "sum(loadgen_achieved_rps)"
     service_ok_promql: str = "min(loadgen_ok_ratio)"

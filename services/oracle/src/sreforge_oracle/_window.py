@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sreforge_contracts import OracleSignal
 
 from sreforge_oracle._model import GradingConfig, GradingSample
 
-__all__ = ["Finding", "Window", "first_gap", "first_lasting_run", "gate", "window_of"]
+__all__ = [
+    "Drop",
+    "Finding",
+    "Window",
+    "first_drop",
+    "first_gap",
+    "first_lasting_run",
+    "gate",
+    "increase",
+    "lasting_shortfall",
+    "span",
+    "window_of",
+]
 
 
 @dataclass(frozen=True)
@@ -115,3 +127,66 @@ def first_lasting_run(
         if sample.offset_seconds - run[0].offset_seconds >= tolerance_seconds:
             return run
     return []
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A counter read lower than at the sample before it: it was reset (its process restarted)."""
+
+    before: GradingSample
+    after: GradingSample
+    was: float
+    now: float
+
+    def between(self) -> str:
+        """`between t=…s and t=…s`, for a finding's detail."""
+        return f"between t={self.before.offset_seconds:.1f}s and t={self.after.offset_seconds:.1f}s"
+
+
+def first_drop(
+    samples: Iterable[GradingSample], read: Callable[[GradingSample], float | None]
+) -> Drop | None:
+    """The first time a counter (`read`) fell between two samples that read it, else `None`."""
+    previous: tuple[GradingSample, float] | None = None
+    for sample in samples:
+        value = read(sample)
+        if value is None:
+            continue
+        if previous is not None and value < previous[1]:
+            return Drop(previous[0], sample, previous[1], value)
+        previous = (sample, value)
+    return None
+
+
+def increase(
+    samples: Sequence[GradingSample], read: Callable[[GradingSample], float | None]
+) -> float | None:
+    """A counter's growth from the first sample that read it to the last; `None` if under two."""
+    values = [value for sample in samples if (value := read(sample)) is not None]
+    return values[-1] - values[0] if len(values) >= 2 else None
+
+
+def span(run: Sequence[GradingSample]) -> str:
+    """`at t=…s` for one sample, `from t=…s to t=…s (n samples)` for more."""
+    first, last = run[0].offset_seconds, run[-1].offset_seconds
+    if len(run) == 1:
+        return f"at t={first:.1f}s"
+    return f"from t={first:.1f}s to t={last:.1f}s ({len(run)} samples)"
+
+
+def lasting_shortfall(
+    samples: Sequence[GradingSample],
+    is_short: Callable[[GradingSample], bool],
+    tolerance_seconds: float,
+) -> list[GradingSample]:
+    """Like `first_lasting_run`, but the whole run: through its last consecutive short sample."""
+    run = first_lasting_run(samples, is_short, tolerance_seconds)
+    if not run:
+        return []
+    start = next(i for i, sample in enumerate(samples) if sample is run[0])
+    whole: list[GradingSample] = []
+    for sample in samples[start:]:
+        if not is_short(sample):
+            break
+        whole.append(sample)
+    return whole

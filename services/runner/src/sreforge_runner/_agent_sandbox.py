@@ -91,6 +91,8 @@ class AgentSandbox(Protocol):
     kind: SandboxKind
     confinement: SandboxKind | None
     downgrade: str | None
+    reaped: list[str] | None
+    """Names of detached processes killed when a command ended; None when not tracked."""
 
     @property
     def home(self) -> Path:

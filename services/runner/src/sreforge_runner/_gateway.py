@@ -38,6 +38,8 @@ from sreforge_runner._transcript import model_usage, redact, route_secrets
 __all__ = ["GatewayRun", "drive", "refusal", "resolve"]
 
 T = TypeVar("T")
+_MAX_NAMES = 20
+"""Distinct names of reaped processes kept in the evidence (a fork bomb has thousands)."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,7 @@ async def drive(
         # A half-created sandbox is torn down too; the rein's cleanup tolerates no session.
         cleaned = await step("teardown", lambda: _true(rein.cleanup_session(sandbox)))
         teardown["survivors"] = len(await asyncio.to_thread(sandbox.settled_survivors))
+        teardown["reaped"] = None if sandbox.reaped is None else len(sandbox.reaped)
         destroyed = await step("teardown", destroy)
         teardown["session_cleanup"] = "succeeded" if cleaned else "failed"
         teardown["sandbox_destroy"] = "succeeded" if destroyed else "failed"
@@ -181,6 +184,8 @@ def _evidence(
     metadata: dict[str, object] = {"budget_total_s": budgets.total_s}
     if sandbox.downgrade:
         metadata["sandbox_downgrade"] = sandbox.downgrade
+    if sandbox.reaped:
+        metadata["reaped_processes"] = sorted(set(sandbox.reaped))[:_MAX_NAMES]
     usage = model_usage(sandbox.root, profile.metadata)
     if usage is not None:
         metadata["model_usage"] = usage

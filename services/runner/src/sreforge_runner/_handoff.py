@@ -40,6 +40,7 @@ from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._cli_agent import CliAgentRein
 from sreforge_runner._diff import head_commit, workspace_diff
 from sreforge_runner._errors import ProfileRefused, RunnerError
+from sreforge_runner._fit import fit_submitted
 from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
 from sreforge_runner._openai_rein import OpenAIRein
 from sreforge_runner._process import Budgets
@@ -192,7 +193,7 @@ def _outcome(
         submission = _collect(agent, sandbox, base, result)
     except RunnerError as error:
         return _failed(run_id, f"agent {agent}: {error}")
-    return Submitted(run_id=run_id, producer=PRODUCER, submission=submission)
+    return fit_submitted(Submitted(run_id=run_id, producer=PRODUCER, submission=submission))
 
 
 def _collect(agent: str, sandbox: AgentSandbox, base: str, result: GatewayRun | None) -> Submission:

@@ -61,6 +61,8 @@ class RemoteSandbox(SessionLayout):
     confinement: SandboxKind | None = field(default=None, init=False)
     """`remote` once `create` made the session's remote_dir (None until then)."""
     downgrade: str | None = field(default=None, init=False)
+    reaped: list[str] | None = field(default=None, init=False)
+    """Not tracked remotely: the remote session's marked processes are killed by `_stop`."""
     remote_dir: PurePosixPath | None = field(default=None, init=False)
     """The session's folder on the remote host."""
     agent_pgid: int | None = field(default=None, init=False)

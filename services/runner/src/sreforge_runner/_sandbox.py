@@ -36,6 +36,7 @@ from sreforge_runner._bwrap import (
 from sreforge_runner._egress import HostEgress, parse_endpoint
 from sreforge_runner._errors import SandboxError
 from sreforge_runner._process import Budgets, ProcessOutcome, kill_group, run_in_group
+from sreforge_runner._reaper import reaper_argv
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import exclude_sentinel_dir, install_submit
 
@@ -44,6 +45,7 @@ __all__ = ["CONFINEMENT", "HostSandbox"]
 CONFINEMENT: SandboxKind = "host-open"
 """The default confinement (the built-in reins run there)."""
 _PROCESS_FILE = "process.json"
+_REAPED_FILE = "reaped.json"
 
 
 @dataclass
@@ -66,6 +68,9 @@ class HostSandbox(SessionLayout):
     """Why `host-sandboxed` fell back to `host-open`, when it did."""
     egress: HostEgress = field(init=False, repr=False)
     """The host side of the egress allowlist (used only when confined)."""
+    reaped: list[str] | None = field(default=None, init=False)
+    """Names of the detached processes `host-open`'s keeper killed when a command of the
+    agent ended (see `_reaper`); None when no command ran under it."""
 
     def __post_init__(self) -> None:
         self.egress = HostEgress(self.root / "net")
@@ -174,16 +179,33 @@ class HostSandbox(SessionLayout):
         if self.confined:
             self.egress.open(parse_endpoint(url) for url in self.endpoints)
             command = [*self._prefix(), *self.egress.command(argv)]
-        return await run_in_group(
-            command,
-            cwd=self.workspace,
-            env=self.env(extra_env),
-            budget_s=budget_s,
-            log_path=log_path or self.log_path,
-            transcript_path=self.transcript_path,
-            grace_s=self.settings.kill_grace_seconds,
-            on_start=self._remember,
-        )
+        else:  # bwrap's pid namespace contains the confined agent; host-open needs a keeper
+            (self.root / _REAPED_FILE).unlink(missing_ok=True)
+            report = self.root / _REAPED_FILE
+            command = reaper_argv(report, command, self.settings.kill_grace_seconds)
+        try:
+            return await run_in_group(
+                command,
+                cwd=self.workspace,
+                env=self.env(extra_env),
+                budget_s=budget_s,
+                log_path=log_path or self.log_path,
+                transcript_path=self.transcript_path,
+                grace_s=self.settings.kill_grace_seconds,
+                on_start=self._remember,
+            )
+        finally:
+            if not self.confined:
+                self._read_reaped()
+
+    def _read_reaped(self) -> None:
+        names = list(self.reaped or [])
+        try:
+            report = json.loads((self.root / _REAPED_FILE).read_text())
+            names.extend(str(entry["name"]) for entry in report["killed"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # the keeper was killed before its report: the survivor scan still runs
+        self.reaped = names
 
     def settled_survivors(self, within_s: float = 3.0) -> list[int]:
         """Survivors still alive after giving a killed namespace `within_s` to unwind."""

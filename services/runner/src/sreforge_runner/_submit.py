@@ -29,6 +29,7 @@ __all__ = [
 SENTINEL_DIR = SUBMISSION_DIR
 SENTINEL_FILE = "submitted"
 RCA_FILE = "rca.md"
+_MAX_SENTINEL_BYTES = 4096
 
 _SCRIPT = """#!/bin/sh
 # submit: hand your change over to CI and deployment. Usage: submit [--rca FILE]
@@ -99,8 +100,12 @@ def read_sentinel(workspace: Path, max_rca_bytes: int = 256_000) -> Sentinel | N
     """The sentinel, or None when the agent never submitted (or left it unreadable)."""
     folder = workspace / SENTINEL_DIR
     try:
-        data = json.loads((folder / SENTINEL_FILE).read_text())
-    except (OSError, ValueError):
+        with (folder / SENTINEL_FILE).open("rb") as handle:
+            raw = handle.read(_MAX_SENTINEL_BYTES + 1)
+        if len(raw) > _MAX_SENTINEL_BYTES:
+            return None  # the agent's, not submit's: submit writes a few dozen bytes
+        data = json.loads(raw)
+    except (OSError, ValueError, RecursionError):  # json.loads recurses on deep nesting
         return None
     if not isinstance(data, dict):
         return None

@@ -8,7 +8,13 @@ and for tools that replay payloads.
 
 from sreforge_trigger._adapter import SERVICE, Listening, TriggerService
 from sreforge_trigger._app import ROUTE_PATTERN, create_app
-from sreforge_trigger._errors import PayloadError, PublishFailed, TokenError, TriggerError
+from sreforge_trigger._errors import (
+    BodyTooLarge,
+    PayloadError,
+    PublishFailed,
+    TokenError,
+    TriggerError,
+)
 from sreforge_trigger._events import PRODUCER, label_fingerprint
 from sreforge_trigger._feed import FeedSignal, feed_event, parse_feed
 from sreforge_trigger._ingest import Ingest, IngestResult, Publish
@@ -36,6 +42,7 @@ __all__ = [
     "SERVICE",
     "Alert",
     "AlertPoller",
+    "BodyTooLarge",
     "FeedSignal",
     "Ingest",
     "IngestResult",

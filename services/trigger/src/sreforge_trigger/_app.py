@@ -9,7 +9,8 @@ from fastapi import Depends, FastAPI, Header, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import SecretStr
 
-from sreforge_trigger._errors import PayloadError, PublishFailed
+from sreforge_trigger._body import read_body
+from sreforge_trigger._errors import BodyTooLarge, PayloadError, PublishFailed
 from sreforge_trigger._feed import feed_event, parse_feed
 from sreforge_trigger._ingest import Ingest, IngestResult, Publish
 from sreforge_trigger._settings import TriggerSettings
@@ -47,13 +48,13 @@ def create_app(
 
     @app.post("/v1/alertmanager/{route}", dependencies=auth)
     async def alertmanager(route: RouteToken, request: Request) -> JSONResponse:
-        payload = parse_webhook(await request.body())
+        payload = parse_webhook(await read_body(request, settings.max_body_bytes))
         result = await ingest.deliver(webhook_events(payload, route), ALERTMANAGER_SOURCE)
         return _accepted(result, truncated_alerts=payload.truncated_alerts)
 
     @app.post("/v1/feed/{route}", dependencies=auth)
     async def feed(route: RouteToken, request: Request) -> JSONResponse:
-        signal = parse_feed(await request.body(), route)
+        signal = parse_feed(await read_body(request, settings.max_body_bytes), route)
         result = await ingest.deliver([feed_event(signal, route)], signal.source)
         return _accepted(result)
 
@@ -88,9 +89,19 @@ def _add_error_handlers(app: FastAPI) -> None:
         status = 400 if error.malformed else 422
         return JSONResponse({"error": str(error), "field": error.field}, status_code=status)
 
+    async def too_large(request: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, BodyTooLarge)
+        # The body was drained (up to DRAIN_BYTES) so the sender can read this; close anyway.
+        return JSONResponse(
+            {"error": str(error), "limit_bytes": error.limit},
+            status_code=413,
+            headers={"Connection": "close"},
+        )
+
     async def bus_down(request: Request, error: Exception) -> JSONResponse:
         return JSONResponse({"error": str(error)}, status_code=503, headers={"Retry-After": "1"})
 
     app.add_exception_handler(_Unauthorized, unauthorized)
     app.add_exception_handler(PayloadError, bad_payload)
+    app.add_exception_handler(BodyTooLarge, too_large)
     app.add_exception_handler(PublishFailed, bus_down)

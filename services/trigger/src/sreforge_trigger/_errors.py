@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 from sreforge_contracts import ContractError
 
-__all__ = ["PayloadError", "PublishFailed", "TokenError", "TriggerError"]
+__all__ = ["BodyTooLarge", "PayloadError", "PublishFailed", "TokenError", "TriggerError"]
 
 
 class TriggerError(Exception):
@@ -30,6 +30,17 @@ class PayloadError(TriggerError):
         described = ContractError.from_validation(error, source)
         malformed = any(detail["type"] == "json_invalid" for detail in error.errors())
         return cls(str(described), field=described.field, malformed=malformed)
+
+
+class BodyTooLarge(TriggerError):
+    """A request body over the configured cap (`SREFORGE_TRIGGER_MAX_BODY_BYTES`): 413."""
+
+    def __init__(self, limit: int, seen: str) -> None:
+        super().__init__(
+            f"request body too large: {seen}, over the limit of {limit} bytes "
+            "(SREFORGE_TRIGGER_MAX_BODY_BYTES)"
+        )
+        self.limit = limit
 
 
 class PublishFailed(TriggerError):

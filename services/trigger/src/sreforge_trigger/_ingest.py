@@ -7,10 +7,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
-from sreforge_bus import BusError, Published
+from sreforge_bus import BusError, MessageTooLarge, Published
 from sreforge_contracts import Event
 
-from sreforge_trigger._errors import PublishFailed
+from sreforge_trigger._errors import PayloadError, PublishFailed
 from sreforge_trigger._events import TriggerEvent
 from sreforge_trigger._recent import RecentIds
 
@@ -77,6 +77,9 @@ class Ingest:
 
 def _failed(failures: list[BaseException], total: int, source: str) -> PublishFailed:
     first = failures[0]
+    if isinstance(first, MessageTooLarge):
+        # Not an outage: a retry would be refused the same way, so it is the sender's 422.
+        raise PayloadError(f"{source}: an event of this body is too large for the bus: {first}")
     if not isinstance(first, BusError | OSError | TimeoutError):
         raise first  # a bug, not an outage: let it surface as one
     log.warning("trigger.publish_failed", source=source, failed=len(failures), error=str(first))

@@ -34,6 +34,8 @@ class TriggerSettings(BaseSettings):
     poll_url: str | None = None
     poll_interval: float = Field(default=5.0, gt=0)
     poll_route: str | None = None
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    """The largest webhook or feed body accepted; a larger one is refused with 413."""
 
     def bearer_token(self) -> SecretStr:
         """The token senders must present; `TokenError` when none is configured or readable."""

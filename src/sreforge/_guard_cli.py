@@ -1,0 +1,187 @@
+"""`sreforge guard <scenario>`: bring the stack up, scan every agent-visible surface, tear down.
+
+A scenario author's check that nothing the agent can read gives the rig away: the
+page, the workspace and its whole git store, what the stack's endpoints answer,
+and the sandbox (process titles, env, HOME, `/opt/oncall/bin`, probed from inside a
+real bubblewrap sandbox like the runner's). Exit 0 clean, 1 on a hit, 2 on a usage
+or setup error. Progress goes to stderr; `--json` prints the hits on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sreforge_context import (
+    SANDBOX_PROBE,
+    ContextError,
+    ContextSettings,
+    GuardScan,
+    SandboxView,
+    Tells,
+    brief_for,
+    guard_scan,
+    parse_sandbox_probe,
+)
+from sreforge_contracts import (
+    BriefReady,
+    ContractError,
+    RunState,
+    RunWorkspace,
+    Scenario,
+    StackInfo,
+    load_scenario,
+)
+from sreforge_deployer import DeployerError, LocalStack
+from sreforge_runner import HostSandbox, RunnerSettings, SandboxError
+
+from sreforge._stack_cli import resolve_scenario
+
+__all__ = ["add_guard_command", "handle_guard"]
+
+# Where Alertmanager would page in a run (the trigger's route shape); nothing listens.
+_WEBHOOK_BASE = "http://127.0.0.1:9/v1/alertmanager"
+_PROBE_BUDGET_S = 30.0
+_PYTHON = "/usr/bin/python3"
+
+
+def add_guard_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `sreforge guard`."""
+    guard = verbs.add_parser(
+        "guard", help="scan everything the agent could read in a scenario's run for tells"
+    )
+    guard.add_argument("scenario", help="scenario id (e.g. latency-cache-stampede) or folder")
+    guard.add_argument("--time-scale", type=float, default=1.0, help="0 < S <= 1 (default 1)")
+    guard.add_argument("--json", action="store_true", help="print the hits as JSON on stdout")
+    guard.set_defaults(handler=handle_guard)
+
+
+def handle_guard(args: argparse.Namespace) -> int:
+    """Up, arm, build the page and the sandbox, scan, print the hits, tear down."""
+    try:
+        scenario = load_scenario(resolve_scenario(args.scenario))
+        if scenario.manifest.expected is None:
+            raise ValueError(f"scenario {scenario.id}: no [expected] alert to brief")
+        stack = LocalStack(scenario.path, time_scale=args.time_scale, webhook_url=_WEBHOOK_BASE)
+    except (ValueError, ContractError, DeployerError) as error:
+        print(f"sreforge guard: {error}", file=sys.stderr)
+        return 2
+    try:
+        scan = _scan(stack, scenario, args.time_scale)
+    except (DeployerError, ContextError, SandboxError, OSError) as error:
+        print(f"sreforge guard: {error}", file=sys.stderr)
+        return 2
+    finally:
+        torn_down = _down(stack)
+    if not torn_down:
+        return 2
+    _report(scan, as_json=args.json)
+    return 1 if scan.leaks else 0
+
+
+def _down(stack: LocalStack) -> bool:
+    _progress("tearing the stack down ...")
+    try:
+        stack.down()
+    except DeployerError as error:
+        print(f"sreforge guard: teardown: {error}", file=sys.stderr)
+        return False
+    return True
+
+
+def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> GuardScan:
+    _progress(f"starting stack {stack.run_id} for {scenario.id} (time scale {time_scale:g}) ...")
+    stack.up()
+    _progress(f"armed at {stack.arm()}; building the page ...")
+    if stack.workspace is None:
+        raise DeployerError(f"stack {stack.run_id} came up without a workspace")
+    workspace = Path(stack.workspace.path)
+    endpoints = stack.endpoints.agent
+    state = _run_state(stack, scenario, time_scale, workspace)
+    brief = brief_for(state, scenario, datetime.now(UTC), ContextSettings(leak_check=False))
+    if not isinstance(brief, BriefReady):  # with leak_check off only a brief comes back
+        raise DeployerError(f"no page for {scenario.id}: {brief.reason}")
+    _progress("probing the sandbox ...")
+    sandbox = _sandbox_view(workspace, stack.run_dir / "agent", endpoints)
+    _progress("scanning ...")
+    started = time.monotonic()
+    tells = Tells.for_run(
+        scenario.id, brief.contract.eval_only.alert_to_clear, state.expected_alert
+    )
+    scan = guard_scan(
+        tells, page=brief.page, workspace=workspace, endpoints=endpoints, sandbox=sandbox
+    )
+    read = ", ".join(f"{kind} {len(found)}" for kind, found in scan.surfaces.items())
+    _progress(f"scanned in {time.monotonic() - started:.2f}s ({read} surfaces)")
+    return scan
+
+
+def _run_state(
+    stack: LocalStack, scenario: Scenario, time_scale: float, workspace: Path
+) -> RunState:
+    expected = scenario.manifest.expected
+    return RunState(
+        run_id=stack.run_id,
+        scenario_id=scenario.id,
+        agent="guard",
+        time_scale=time_scale,
+        alert_route=stack.webhook_route,
+        expected_alert=expected.alert if expected else None,
+        phase="triggered",
+        alert_fired_at=datetime.now(UTC),
+        stack=StackInfo(
+            stack=stack.spec.name,
+            run_dir=str(stack.run_dir),
+            agent_endpoints=stack.endpoints.agent,
+            operator_endpoints=stack.endpoints.operator,
+            run_workspace=RunWorkspace(path=str(workspace), service=stack.spec.service),
+        ),
+    )
+
+
+def _sandbox_view(workspace: Path, root: Path, endpoints: dict[str, str]) -> SandboxView | None:
+    """The sandbox as the runner makes it (host-sandboxed), seen from inside; None if
+    bubblewrap cannot run here (then the agent would not be confined either)."""
+    sandbox = HostSandbox(
+        workspace,
+        root,
+        RunnerSettings(),
+        kind="host-sandboxed",
+        endpoints=tuple(endpoints.values()),
+    )
+    try:
+        sandbox.create()
+    except SandboxError as error:
+        _progress(f"sandbox not probed: {error}")
+        return None
+    try:
+        argv = [_PYTHON, "-c", SANDBOX_PROBE, "/opt/oncall/bin"]
+        asyncio.run(sandbox.run(argv, _PROBE_BUDGET_S))
+        return parse_sandbox_probe(sandbox.log_path.read_text(errors="replace"))
+    finally:
+        sandbox.destroy()
+
+
+def _report(scan: GuardScan, *, as_json: bool) -> None:
+    read = {kind: len(found) for kind, found in scan.surfaces.items()}
+    if as_json:
+        hits = [asdict(leak) for leak in scan.leaks]
+        print(json.dumps({"clean": not scan.leaks, "surfaces": read, "hits": hits}, indent=2))
+        return
+    for leak in scan.leaks:
+        print(f"HIT  {leak.where} line {leak.line}: {leak.what}: {leak.excerpt}")
+    if "sandbox" not in read:
+        print("note: the sandbox was not probed (bubblewrap unavailable): not scanned")
+    summary = ", ".join(f"{kind} {count}" for kind, count in read.items())
+    verdict = f"{len(scan.leaks)} hit(s)" if scan.leaks else "clean: no tells"
+    print(f"{verdict} on {summary} surfaces")
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

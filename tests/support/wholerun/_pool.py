@@ -1,0 +1,291 @@
+"""Whole runs as users run them: `sreforge run … --json` subprocesses, a few at a time.
+
+Each run is the real CLI in a subprocess with its own engine home, record dir and
+stacks root (its own nats-server, trigger, Prometheus, Alertmanager, app and git);
+a run that needs a doctored scenario gets its own copy of `use-cases/`. A module's
+selected runs are started up front and run `SREFORGE_E2E_PARALLEL` at a time
+(default 2: the machine has 2 cores).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+SCENARIO = "latency-cache-stampede"
+TIME_SCALE = "0.1"
+RUN_LIMIT_S = 280.0
+SCENARIO_PARTS = ("*", "scenarios", SCENARIO)
+CASES_NOISE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".ruff_cache", "*.db")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What one run is given: its agent and, optionally, how its scenario is doctored
+    or how its folder is prepared before it starts."""
+
+    agent: str
+    doctor: Callable[[Path], None] | None = None
+    prepare: Callable[[Run], None] | None = None
+    beside: Callable[[Run], None] | None = None
+    """Runs in a thread while the CLI does; must return once `run.exited` is set."""
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """Random values the agent must never reach and nothing of the run may contain."""
+
+    env_value: str
+    file_content: str
+    files: tuple[Path, ...]
+
+    @classmethod
+    def planted(cls, *files: Path) -> Canaries:
+        """Write one random canary into each of `files` (the env value is set by the run)."""
+        content = f"canary-file-{secrets.token_hex(16)}"
+        for path in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content + "\n")
+        return cls(f"canary-env-{secrets.token_hex(16)}", content, files)
+
+    @property
+    def values(self) -> tuple[str, str]:
+        """The two secret values."""
+        return self.env_value, self.file_content
+
+
+@dataclass
+class Run:
+    """One `sreforge run` subprocess and everything it was given and left."""
+
+    name: str
+    agent: str
+    root: Path
+    agents: tuple[str, ...] = ()
+    """Every agent the module's runs use: the correlator's allowlist."""
+    scripts_dir: Path | None = None
+    """Where `scripted:<name>` agents are found."""
+    cases: Path | None = None
+    started: float = 0.0
+    wall_s: float | None = None
+    exit_code: int | None = None
+    stdout: str = ""
+    pid: int | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    exited: threading.Event = field(default_factory=threading.Event)
+    """Set when the CLI has exited (before `done`, which waits for what ran beside it)."""
+    extra_env: dict[str, str] = field(default_factory=dict)
+    canaries: Canaries | None = None
+    check_output: str = ""
+    bystander: socket.socket | None = None
+    """A host listener the run's agent must not reach (its network namespace)."""
+    kept_globs: tuple[str, ...] = ()
+    """Files of the stack run dir (globs under it, e.g. `*/logs/*.log`) copied to `kept`."""
+
+    @property
+    def agent_logs(self) -> Path:
+        """Copies of the stack run dir's `agent/` files (the teardown removes the originals)."""
+        return self.root / "agent-logs"
+
+    @property
+    def kept(self) -> Path:
+        """Copies of the files `kept_globs` names (the teardown removes the originals)."""
+        return self.root / "kept"
+
+    @property
+    def records_dir(self) -> Path:
+        """Where the recorder writes `runs/<run_id>/`."""
+        return self.root / "records"
+
+    @property
+    def stacks_dir(self) -> Path:
+        """The deployer's runs root: stack run dirs live here while the run lasts."""
+        return self.root / "stacks"
+
+    @property
+    def progress(self) -> str:
+        """The CLI's progress lines (stderr), for failure messages."""
+        log = self.root / "stderr.log"
+        return log.read_text(errors="replace")[-4000:] if log.exists() else ""
+
+    def env(self) -> dict[str, str]:
+        """The operator's environment minus every SREFORGE_* setting, plus this run's."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SREFORGE_")}
+        env.update(
+            SREFORGE_HOME=str(self.root / "home"),
+            SREFORGE_RECORDER_RUNS_DIR=str(self.records_dir),
+            SREFORGE_RECORDER_BANK="false",
+            SREFORGE_DEPLOYER_RUNS_ROOT=str(self.stacks_dir),
+            SREFORGE_CORRELATOR_AGENTS=",".join(self.agents or (self.agent,)),
+            SREFORGE_LOG_FORMAT="json",
+        )
+        if self.scripts_dir is not None:
+            env["SREFORGE_RUNNER_SCRIPTS_DIR"] = str(self.scripts_dir)
+        if self.cases is not None:  # every service and the CLI read this one
+            env["SREFORGE_USE_CASES"] = str(self.cases)
+        env.update(self.extra_env)
+        return env
+
+    def execute(self) -> None:
+        """Run the CLI to completion (or the limit), in its own session."""
+        argv = [sys.executable, "-m", "sreforge", "run", SCENARIO, "--agent", self.agent]
+        argv += ["--time-scale", TIME_SCALE, "--json"]
+        self.started = time.monotonic()
+        with (self.root / "stderr.log").open("w") as stderr:
+            proc = subprocess.Popen(
+                argv,
+                cwd=REPO,
+                env=self.env(),
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                start_new_session=True,
+            )
+            self.pid = proc.pid
+            try:
+                self.stdout, _ = proc.communicate(timeout=RUN_LIMIT_S)
+            except subprocess.TimeoutExpired:
+                kill_session(proc.pid)
+                self.stdout, _ = proc.communicate()
+            self.exit_code = proc.returncode
+        self.wall_s = time.monotonic() - self.started
+
+
+class RunPool:
+    """Starts every run at once, at most `parallel` at a time, in the order given."""
+
+    def __init__(
+        self,
+        base: Path,
+        parallel: int,
+        specs: Mapping[str, RunSpec],
+        *,
+        scripts_dir: Path | None = None,
+    ) -> None:
+        agents = tuple(sorted({spec.agent for spec in specs.values()}))
+        self.runs = {
+            name: _prepared(Run(name, spec.agent, base / name, agents, scripts_dir), spec)
+            for name, spec in specs.items()
+        }
+        self._beside = {name: spec.beside for name, spec in specs.items() if spec.beside}
+        self._slots = threading.Semaphore(parallel)
+        self._threads = [
+            threading.Thread(target=self._serve, args=(run,), daemon=True)
+            for run in self.runs.values()
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _serve(self, run: Run) -> None:
+        with self._slots:
+            keeper = threading.Thread(target=_keep_logs, args=(run,), daemon=True)
+            if run.canaries is not None or run.kept_globs:
+                keeper.start()
+            beside = self._beside.get(run.name)
+            companion = threading.Thread(target=beside, args=(run,), daemon=True)
+            if beside is not None:
+                companion.start()
+            try:
+                run.execute()
+            finally:
+                run.exited.set()
+                if companion.is_alive():
+                    companion.join(timeout=30)
+                run.done.set()
+                if keeper.is_alive():
+                    keeper.join(timeout=30)
+
+    def result(self, name: str) -> Run:
+        """The finished run `name` (fails the test if it never finishes)."""
+        run = self.runs[name]  # KeyError: a test missing from the module's test → run map
+        if not run.done.wait(timeout=2 * RUN_LIMIT_S):
+            pytest.fail(f"run {name} did not finish in time:\n{run.progress}")
+        return run
+
+    def close(self) -> None:
+        """Kill whatever is still running and wait for the launcher threads."""
+        for run in self.runs.values():
+            if run.pid is not None and not run.done.is_set():
+                kill_session(run.pid)
+        for thread in self._threads:
+            thread.join(timeout=30)
+        for run in self.runs.values():
+            if run.bystander is not None:
+                run.bystander.close()
+
+
+@contextlib.contextmanager
+def open_pool(
+    request: pytest.FixtureRequest,
+    specs: Mapping[str, RunSpec],
+    test_runs: Mapping[str, str],
+    *,
+    scripts_dir: Path | None = None,
+) -> Iterator[RunPool]:
+    """The runs of the session's selected tests (`test_runs`: test name → run name),
+    all started now in `specs`' order; killed and removed afterwards."""
+    selected = {item.name for item in request.session.items}
+    wanted = {run for test, run in test_runs.items() if test in selected}
+    base = Path(tempfile.mkdtemp(prefix="runs-"))
+    parallel = max(1, int(os.environ.get("SREFORGE_E2E_PARALLEL", "2")))
+    chosen = {name: spec for name, spec in specs.items() if name in wanted}
+    runs = RunPool(base, parallel, chosen, scripts_dir=scripts_dir)
+    try:
+        yield runs
+    finally:
+        runs.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def private_cases(run: Run) -> Path:
+    """The run's own copy of `use-cases/` (every service reads it); its scenario folder."""
+    if run.cases is None:
+        run.cases = run.root / "cases"
+        shutil.copytree(REPO / "use-cases", run.cases, ignore=CASES_NOISE)
+    (scenario,) = run.cases.glob("/".join(SCENARIO_PARTS))
+    return scenario
+
+
+def _prepared(run: Run, spec: RunSpec) -> Run:
+    """The run's folder, with its own doctored copy of `use-cases/` when it needs one."""
+    run.root.mkdir()
+    if spec.doctor is not None:
+        run.cases = run.root / "cases"
+        shutil.copytree(REPO / "use-cases", run.cases, ignore=CASES_NOISE)
+        spec.doctor(run.cases)
+    if spec.prepare is not None:
+        spec.prepare(run)
+    return run
+
+
+def _keep_logs(run: Run) -> None:
+    """Copy the agent's logs (and `kept_globs`) out of the stack run dir while it lasts."""
+    places = [("*/agent/*", run.agent_logs), *((glob, run.kept) for glob in run.kept_globs)]
+    for _, folder in places:
+        folder.mkdir(exist_ok=True)
+    while not run.done.wait(0.5):
+        for glob, folder in places:
+            for log in run.stacks_dir.glob(glob):
+                with contextlib.suppress(OSError):  # gone with the teardown, or a dir
+                    shutil.copyfile(log, folder / log.name)
+
+
+def kill_session(pid: int) -> None:
+    """SIGKILL the process group `pid` leads, if it is still there."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)

@@ -61,3 +61,44 @@ def test_unknown_placeholder_names_the_component(tmp_path: Path) -> None:
     with pytest.raises(StackSpecError, match=r"'tiny-upstream': unknown placeholder 'prot'"):
         stack.up()
     assert not stack.run_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            'reaches = ["tiny-upstream"]',
+            'reaches = ["nope"]',
+            r"stack\.toml: .*reaches 'nope', which is not another component",
+        ),
+        (
+            'reaches = ["tiny-upstream"]',
+            'reaches = ["tiny-upstream"]\negress = ["10.0.0.5:5432"]',
+            r"stack\.toml: components\.1\.egress: .*'10\.0\.0\.5:5432'.*loopback",
+        ),
+        (
+            'name = "tiny-load"',
+            'name = "tiny-load"\nreaches = ["tiny-upstream"]',
+            r"stack\.toml: .*'tiny-load': only the service \('tiny-api'\) is confined",
+        ),
+    ],
+)
+def test_dependencies_are_validated_naming_the_field(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    """`reaches` names other components, `egress` loopback HOST:PORTs, and only the
+    (confined) service declares either: anything else is refused naming stack.toml."""
+    root = _copy_tiny(tmp_path)
+    path = root / "stacks" / "tiny" / "stack.toml"
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new, 1))
+    with pytest.raises(StackSpecError, match=message):
+        load_stack_spec(root / "stacks" / "tiny")
+
+
+def test_the_bookshelf_service_declares_its_upstream_only() -> None:
+    """The bookshelf service reaches bookmeta and nothing else; the rest declare nothing."""
+    spec = load_stack_spec(load_scenario_setup(STAMPEDE).stack_dir)
+    assert spec.component("bookshelf-api").reaches == ["bookmeta"]
+    assert spec.component("bookshelf-api").egress == []
+    assert all(not c.reaches and not c.egress for c in spec.components if c.name != spec.service)

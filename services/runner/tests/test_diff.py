@@ -70,3 +70,32 @@ def test_the_diff_applies_to_the_base_and_leaves_the_agents_index_alone(
 def test_no_change_means_an_empty_diff(tiny_repo: Path) -> None:
     """An untouched workspace diffs to nothing."""
     assert workspace_diff(tiny_repo, head_commit(tiny_repo)) == ""
+
+
+def test_the_agents_filters_hooks_and_fsmonitor_never_run_when_the_diff_is_taken(
+    tiny_repo: Path, run_git: Git, tmp_path: Path
+) -> None:
+    """The agent's .git/config names a clean/process filter (its .gitattributes selects it),
+    an fsmonitor and a hooks path: taking the diff on the runner's side runs none of them,
+    and the diff still holds the change as written."""
+    base = head_commit(tiny_repo)
+    planted = tmp_path / "planted"
+    program = tmp_path / "evil.sh"
+    program.write_text(f'#!/bin/sh\necho "$0 $*" >> {planted}\ncat\n')
+    program.chmod(0o755)
+    hooks = tiny_repo / ".git" / "hooks"
+    (hooks / "post-index-change").write_text(program.read_text())
+    (hooks / "post-index-change").chmod(0o755)
+    for key, value in (
+        ("filter.Ev.il.clean", str(program)),
+        ("filter.Ev.il.process", str(program)),
+        ("filter.Ev.il.required", "true"),
+        ("core.fsmonitor", str(program)),
+        ("core.hooksPath", str(hooks)),
+    ):
+        run_git(tiny_repo, "config", key, value)
+    (tiny_repo / ".gitattributes").write_text("* filter=Ev.il\n")
+    (tiny_repo / "app.py").write_text("TTL = 61\n")
+    diff = workspace_diff(tiny_repo, base)
+    assert not planted.exists(), planted.read_text()
+    assert "+TTL = 61" in diff

@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from sreforge_runner import _relay
+from sreforge_confine import _relay, socket_name
 from sreforge_runner._egress import HostEgress, parse_endpoint
-from sreforge_runner._relay import socket_name
 
 
 def _relay_process(*command: str) -> subprocess.Popen[str]:

@@ -11,6 +11,7 @@ from sreforge_deployer._adapter import SERVICE, Deployer, DeployerService, deplo
 from sreforge_deployer._errors import (
     BinaryMissingError,
     ComponentStartError,
+    ConfinementFailed,
     DeployerError,
     LoadControlError,
     PortUnavailableError,
@@ -32,6 +33,7 @@ __all__ = [
     "Author",
     "BinaryMissingError",
     "ComponentStartError",
+    "ConfinementFailed",
     "Deployer",
     "DeployerError",
     "DeployerService",

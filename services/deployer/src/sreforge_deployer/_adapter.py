@@ -36,6 +36,7 @@ from sreforge_contracts import (
 
 from sreforge_deployer._ci import CiCheckout, CiRun, merge_and_checkout
 from sreforge_deployer._cleanup import down_owned, down_recorded
+from sreforge_deployer._confine import confinement_for
 from sreforge_deployer._errors import LoadControlError
 from sreforge_deployer._handlers import (
     PRODUCER,
@@ -151,7 +152,8 @@ class Deployer:
             )
             await ci_ledger.save([failed])
             return [failed]
-        checkout = CiCheckout(where.workspace, where.base_commit)
+        confinement = confinement_for(self.settings.bwrap_path)
+        checkout = CiCheckout(where.workspace, where.base_commit, confinement)
         try:
             try:
                 diff = event.submission.diff

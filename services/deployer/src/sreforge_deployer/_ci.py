@@ -1,5 +1,9 @@
 """The CI gate and the auto-merge: a clean checkout of the submission, its tests, the merge.
 
+The tests are agent-controlled code (a `conftest.py` is enough): they run inside
+the jail of `_confine.ci_jail` (the checkout, the interpreter, /usr; no network, no
+harness tree, no scenario, no run dir, own PID namespace), or not at all.
+
 Blocking (git and pytest subprocesses): the adapter calls these through
 `asyncio.to_thread`.
 """
@@ -18,9 +22,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sreforge_confine import Confinement
 from sreforge_contracts import SUBMISSION_DIR
 from sreforge_git import GitError, GitResult, run_git
 
+from sreforge_deployer._confine import JAIL_HOME, ci_jail, confine, confinement_for
 from sreforge_deployer._errors import WorkspaceError
 from sreforge_deployer._gate import CiProtection, SetOutcome, run_test_sets
 from sreforge_deployer._history import Author
@@ -33,7 +39,15 @@ MERGE_AUTHOR = Author("Merge Queue", "merge-queue@localhost")
 MERGE_MESSAGE = "Merge change into main"
 # Never left behind in the agent's view of the repo (the runner's sentinel lives there).
 _KEEP_ON_CLEAN = SUBMISSION_DIR
-_TEST_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+_TEST_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+# The agent also wrote its workspace's .git: when the merge runs git there, on the host,
+# none of its hooks, fsmonitor or filter programs may run (nor any in the checkout).
+_RUN_REPO_CONFIG = {**NO_REFLOG, "core.hooksPath": "/dev/null", "core.fsmonitor": "false"}
+_HARNESS_GIT_CONFIG = (
+    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+    "\tlogallrefupdates = false\n"
+)
+_DEFAULT_BWRAP = "bwrap"
 _MAX_SETS = 3
 
 
@@ -57,9 +71,12 @@ class CiCheckout:
     Use as a context manager: the temp dir is removed on exit.
     """
 
-    def __init__(self, workspace: Path, base_commit: str) -> None:
+    def __init__(
+        self, workspace: Path, base_commit: str, confinement: Confinement | None = None
+    ) -> None:
         self.workspace = workspace
         self.base_commit = base_commit
+        self.confinement = confinement
         self._root = Path(tempfile.mkdtemp(prefix="ci-"))
         self.path = self._root / "repo"
         self.base_tree = self._root / "base"
@@ -102,7 +119,7 @@ class CiCheckout:
             return CiRun(False, complaint or "", None, _ms_since(started))
 
         def runner(cwd: Path, extra: Sequence[str]) -> tuple[int | None, str]:
-            return _run_tests(cwd, python, timeout_s, extra)
+            return _run_tests(cwd, python, timeout_s, extra, confinement=self.confinement)
 
         work = self._root / "gate"
         work.mkdir()
@@ -144,13 +161,17 @@ def merge_and_checkout(checkout: CiCheckout, tree: str) -> str:
     `.oncall/` excepted). Returns the merged commit id.
     """
     workspace = Workspace(checkout.workspace)
+    _disarm(workspace.path)
     parent = _main_head(workspace) or checkout.base_commit
     stamp = identity_env(MERGE_AUTHOR, _now_iso())
     made = _git_run(checkout.path, ["commit-tree", tree, "-p", parent, "-m", MERGE_MESSAGE], stamp)
     commit = _checked(made, "commit of the merged tree").stdout.strip()
-    workspace.git("fetch", "-q", "--no-tags", str(checkout.path), commit)
-    workspace.git("checkout", "-q", "-f", "-B", "main", commit)
-    workspace.git("clean", "-q", "-ffdx", "-e", _KEEP_ON_CLEAN)
+    for args, what in (
+        (["fetch", "-q", "--no-tags", str(checkout.path), commit], "fetch of the merge"),
+        (["checkout", "-q", "-f", "-B", "main", commit], "checkout of the merge"),
+        (["clean", "-q", "-ffdx", "-e", _KEEP_ON_CLEAN], "clean of the workspace"),
+    ):
+        _checked(_git_run(workspace.path, args), what)
     if workspace.head() != commit:
         raise WorkspaceError(f"workspace {workspace.path} is not at the merged commit {commit}")
     return commit
@@ -166,10 +187,10 @@ def truncate(text: str, max_chars: int) -> str:
 
 
 def _main_head(workspace: Workspace) -> str | None:
-    try:
-        return workspace.git("rev-parse", "--verify", "-q", "refs/heads/main")
-    except WorkspaceError:
+    found = _git_run(workspace.path, ["rev-parse", "--verify", "-q", "refs/heads/main"])
+    if found.returncode != 0:
         return None
+    return found.stdout.strip() or None
 
 
 def _gate_output(sets: Sequence[SetOutcome], max_chars: int) -> str:
@@ -178,16 +199,46 @@ def _gate_output(sets: Sequence[SetOutcome], max_chars: int) -> str:
     return "\n".join(f"{ran.header()}\n{truncate(ran.output, share)}" for ran in sets)
 
 
+def _disarm(path: Path) -> None:
+    """Give the workspace's git dir the harness's own config back before git runs there:
+    the agent's local config (filters, include.path, fsmonitor), info/attributes and
+    commondir are dropped; a `.git` that is not a plain folder is refused."""
+    git_dir = path / ".git"
+    if git_dir.is_symlink() or not git_dir.is_dir():
+        raise WorkspaceError(f"workspace {path}: .git is not a folder of the run's own")
+    try:
+        for name in ("config", "commondir"):
+            (git_dir / name).unlink(missing_ok=True)  # a link is removed, never followed
+        (git_dir / "config").write_text(_HARNESS_GIT_CONFIG)
+        info = git_dir / "info"
+        if info.is_symlink():
+            info.unlink()
+        elif info.is_dir():
+            (info / "attributes").unlink(missing_ok=True)
+    except OSError as error:
+        raise WorkspaceError(f"workspace {path}: cannot reset its git config: {error}") from error
+
+
 def _run_tests(
-    cwd: Path, python: str, timeout_s: float, extra_args: Sequence[str] = ()
+    cwd: Path,
+    python: str,
+    timeout_s: float,
+    extra_args: Sequence[str] = (),
+    *,
+    confinement: Confinement | None = None,
 ) -> tuple[int | None, str]:
+    """Run pytest (plus `extra_args`) on the checkout `cwd` inside the CI jail: its exit
+    code (None on timeout) and output. `ConfinementFailed` when no jail can be made."""
     env = {key: os.environ[key] for key in _TEST_ENV if key in os.environ}
-    env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1", HOME=JAIL_HOME, TMPDIR=JAIL_HOME)
     argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra_args]
+    jail = ci_jail(cwd.resolve(), python, argv)
+    confined = confine(confinement or confinement_for(_DEFAULT_BWRAP), jail)
     tests = subprocess.Popen(
-        argv,
+        confined.argv,
         cwd=cwd,
         env=env,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -207,7 +258,7 @@ def _run_tests(
 
 def _git_run(cwd: Path, args: list[str], extra: dict[str, str] | None = None) -> GitResult:
     try:
-        return run_git(cwd, *args, env=extra, config=NO_REFLOG)
+        return run_git(cwd, *args, env=extra, config=_RUN_REPO_CONFIG)
     except GitError as error:
         raise WorkspaceError(f"CI: {error}") from error
 

@@ -6,6 +6,7 @@ DeployerError
 ├── BinaryMissingError      a component's executable is not on PATH
 ├── PortUnavailableError    no free port, or a component's port is taken by someone else
 ├── ComponentStartError     a component crashed or missed its health deadline
+├── ConfinementFailed       agent code cannot be confined here (bwrap missing, a bad bind)
 ├── WorkspaceError          building the run's git workspace or delivering a fault failed
 ├── LoadControlError        the load generator refused a pause/resume
 └── TeardownIncompleteError something of the run survived teardown
@@ -19,6 +20,7 @@ from pathlib import Path
 __all__ = [
     "BinaryMissingError",
     "ComponentStartError",
+    "ConfinementFailed",
     "DeployerError",
     "LoadControlError",
     "PortUnavailableError",
@@ -75,6 +77,10 @@ class ComponentStartError(DeployerError):
         self.reason = reason
         self.log_path = log_path
         self.log_tail = log_tail
+
+
+class ConfinementFailed(DeployerError):
+    """Agent-controlled code could not be confined, so it was not run at all."""
 
 
 class WorkspaceError(DeployerError):

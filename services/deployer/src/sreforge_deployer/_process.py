@@ -47,6 +47,8 @@ class LaunchSpec:
     port: int | None = None
     health_url: str | None = None
     startup_timeout_seconds: float = 30.0
+    folders: tuple[Path, ...] = ()
+    """Folders made (mode 0700) before each start (a confined launch's relay sockets)."""
 
 
 @dataclass
@@ -68,6 +70,8 @@ class Component:
         if spec.port is not None:
             ensure_free(spec.name, spec.port)
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        for folder in spec.folders:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         with spec.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 argv,

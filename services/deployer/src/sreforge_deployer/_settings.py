@@ -70,6 +70,9 @@ class DeployerSettings(BaseSettings):
     alert_webhook_base: str | None = None
     alert_token_file: Path | None = None
     ci_timeout_seconds: float = Field(default=300.0, gt=0)
+    # Agent-controlled code (CI's tests, the deployed service) runs under this bubblewrap;
+    # when it cannot, that code does not run (no unconfined fallback).
+    bwrap_path: str = "bwrap"
     ci_output_max_chars: int = Field(default=20000, ge=1000)
     teardown_timeout_seconds: float = Field(default=30.0, gt=0)
     # At teardown the run is over and its data discarded: SIGTERM gets this long to end a

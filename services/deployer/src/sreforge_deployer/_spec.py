@@ -6,7 +6,8 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from sreforge_confine import ConfinementError, parse_host_port
 from sreforge_contracts import ContractError, load_scenario
 
 from sreforge_deployer._errors import StackSpecError
@@ -54,6 +55,20 @@ class ComponentSpec(_Strict):
     pause: str | None = None
     resume: str | None = None
     warmup: str | None = None
+    reaches: list[str] = Field(default_factory=list)
+    """Components the (confined) service may dial: its declared dependencies."""
+    egress: list[str] = Field(default_factory=list)
+    """Further loopback `HOST:PORT` endpoints the service may dial (e.g. a database)."""
+
+    @field_validator("egress")
+    @classmethod
+    def _egress_is_loopback(cls, value: list[str]) -> list[str]:
+        for text in value:
+            try:
+                parse_host_port(text)
+            except ConfinementError as error:
+                raise ValueError(str(error)) from error
+        return value
 
     @property
     def is_load(self) -> bool:
@@ -79,6 +94,19 @@ class StackSpec(_Strict):
             raise ValueError(f"component names must be unique, got {names}")
         if self.service not in names:
             raise ValueError(f"service {self.service!r} is not one of the components {names}")
+        for component in self.components:
+            if component.name != self.service and (component.reaches or component.egress):
+                raise ValueError(
+                    f"component {component.name!r}: only the service ({self.service!r}) is "
+                    "confined, so only it declares `reaches` / `egress`"
+                )
+        service = self.component(self.service)
+        for name in service.reaches:
+            if name not in names or name == self.service:
+                raise ValueError(
+                    f"component {self.service!r}: reaches {name!r}, which is not another "
+                    f"component (have {names})"
+                )
         return self
 
     def component(self, name: str) -> ComponentSpec:

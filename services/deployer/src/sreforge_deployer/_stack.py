@@ -14,6 +14,8 @@ from types import TracebackType
 import httpx
 import psutil
 
+from sreforge_deployer._confine import check as check_confinement
+from sreforge_deployer._confine import confinement_for
 from sreforge_deployer._errors import (
     DeployerError,
     LoadControlError,
@@ -324,6 +326,8 @@ class LocalStack:
         )
 
     def _preflight(self) -> None:
+        # The service runs the agent's code: no jail here, no stack at all.
+        check_confinement(confinement_for(self.settings.bwrap_path))
         env = self._wiring().base_env()
         resolve_binary(PROMETHEUS, self.settings.prometheus_bin, env)
         resolve_binary(ALERTMANAGER, self.settings.alertmanager_bin, env)

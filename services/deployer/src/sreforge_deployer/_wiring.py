@@ -1,17 +1,24 @@
 """How a stack's declarative components become concrete launches for one run.
 
 Fills `{placeholders}` in argv/env, scales `scaled_env`, points cwd at the stack dir or
-the run's workspace, and gives the observability templates their targets.
+the run's workspace, and gives the observability templates their targets. The
+service (run from the agent's workspace) is launched inside its jail (`_confine`):
+it reaches only the components it `reaches` and its `egress` endpoints, and the
+host reaches it on its own port through the jail's relay.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sreforge_confine import Endpoint, parse_host_port
+
+from sreforge_deployer._confine import JAIL_HOME, confine, confinement_for, service_jail
 from sreforge_deployer._errors import StackSpecError
-from sreforge_deployer._process import LaunchSpec
+from sreforge_deployer._process import LaunchSpec, resolve_binary
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import WORKSPACE_CWD, ComponentSpec, ScenarioSetup, StackSpec
 
@@ -37,6 +44,11 @@ class Wiring:
     def workspace_dir(self) -> Path:
         """The run's git workspace (the service runs from it)."""
         return self.run_dir / "workspace"
+
+    @property
+    def data_dir(self) -> Path:
+        """The run's data (the service's SQLite file): the one folder the service may write."""
+        return self.run_dir / "data"
 
     @property
     def log_dir(self) -> Path:
@@ -81,7 +93,7 @@ class Wiring:
         if component.name == self.spec.service:
             env.update(runtime_env)
         port = self.ports[component.name]
-        return LaunchSpec(
+        launch = LaunchSpec(
             name=component.name,
             argv=argv,
             cwd=self._cwd(component.cwd),
@@ -91,6 +103,27 @@ class Wiring:
             health_url=f"http://127.0.0.1:{port}{component.health}" if component.health else None,
             startup_timeout_seconds=component.startup_timeout_seconds,
         )
+        return self._confined(component, launch) if component.name == self.spec.service else launch
+
+    def _confined(self, component: ComponentSpec, launch: LaunchSpec) -> LaunchSpec:
+        """`launch` inside the service's jail (its own argv resolved on the host first)."""
+        assert launch.port is not None
+        binary = resolve_binary(component.name, launch.argv[0], launch.env)
+        outbound = [Endpoint("127.0.0.1", self.ports[name]) for name in component.reaches]
+        outbound += [parse_host_port(text) for text in component.egress]
+        jail = service_jail(
+            [binary, *launch.argv[1:]],
+            launch.cwd,
+            workspace=self.workspace_dir,
+            data_dir=self.data_dir,
+            python=self.settings.python,
+            outbound=outbound,
+            port=launch.port,
+            relay_dir=self.run_dir / "net" / component.name,
+        )
+        confined = confine(confinement_for(self.settings.bwrap_path), jail)
+        env = {**launch.env, "HOME": JAIL_HOME, "TMPDIR": JAIL_HOME}
+        return dataclasses.replace(launch, argv=confined.argv, env=env, folders=confined.folders)
 
     def template_values(self, webhook_url: str, token_file: Path) -> dict[str, str]:
         """Values for the observability templates' `${placeholders}`."""
@@ -112,7 +145,7 @@ class Wiring:
     def _placeholders(self, component: ComponentSpec | None) -> dict[str, str]:
         values = {
             "python": self.settings.python,
-            "db_path": str(self.run_dir / "data" / f"{self.spec.service}.db"),
+            "db_path": str(self.data_dir / f"{self.spec.service}.db"),
             "load_rate": self.setup.load_rate,
             "load_profile": self.setup.load_profile,
             "app_url": self.url(self.spec.service),

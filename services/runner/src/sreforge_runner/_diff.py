@@ -3,7 +3,8 @@
 Committed, staged, unstaged and new untracked files all count (what the agent
 leaves in the workspace is what ships); `.oncall/` never does. The tree is
 staged into a throwaway index (`GIT_INDEX_FILE`), so the agent's own index and
-history are untouched.
+history are untouched. None of the agent's git programs runs here: no hooks, no
+fsmonitor, and every filter driver its config names is disarmed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from sreforge_git import GitError, git
+from sreforge_git import GitError, git, run_git
 
 from sreforge_runner._errors import DiffError
 from sreforge_runner._submit import SENTINEL_DIR
@@ -30,10 +31,11 @@ def head_commit(workspace: Path) -> str:
 
 def workspace_diff(workspace: Path, base: str) -> str:
     """`git diff --binary <base> <tree of the working tree>`, `.oncall/` excluded."""
+    disarmed = _disarmed_filters(workspace)
     with tempfile.TemporaryDirectory(prefix="diff-index-") as scratch:
         index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        _git(workspace, "read-tree", "HEAD", env=index)
-        _git(workspace, "add", "-A", env=index)
+        _git(workspace, "read-tree", "HEAD", env=index, extra=disarmed)
+        _git(workspace, "add", "-A", env=index, extra=disarmed)
         _git(
             workspace,
             "rm",
@@ -44,8 +46,9 @@ def workspace_diff(workspace: Path, base: str) -> str:
             "--",
             SENTINEL_DIR,
             env=index,
+            extra=disarmed,
         )
-        tree = _git(workspace, "write-tree", env=index).strip()
+        tree = _git(workspace, "write-tree", env=index, extra=disarmed).strip()
     return _git(
         workspace,
         "diff",
@@ -56,11 +59,35 @@ def workspace_diff(workspace: Path, base: str) -> str:
         "--no-renames",
         base,
         tree,
+        extra=disarmed,
     )
 
 
-def _git(workspace: Path, *args: str, env: dict[str, str] | None = None) -> str:
+def _disarmed_filters(workspace: Path) -> dict[str, str]:
+    """Empty clean/smudge/process (and not required) for each filter driver the repo's
+    config defines: `add` would otherwise run the agent's clean program on this side."""
     try:
-        return git(workspace, *args, env=env, config=_SAFE, timeout_s=_GIT_TIMEOUT_S)
+        listed = run_git(workspace, "config", "--get-regexp", r"^filter\.", config=_SAFE)
+    except GitError as error:
+        raise DiffError(str(error)) from error
+    disarmed = {}
+    for line in listed.stdout.splitlines():
+        key = line.split(" ", 1)[0]
+        name = key[len("filter.") : key.rfind(".")]
+        for field in ("clean", "smudge", "process"):
+            disarmed[f"filter.{name}.{field}"] = ""
+        disarmed[f"filter.{name}.required"] = "false"
+    return disarmed
+
+
+def _git(
+    workspace: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    extra: dict[str, str] | None = None,
+) -> str:
+    config = {**_SAFE, **(extra or {})}
+    try:
+        return git(workspace, *args, env=env, config=config, timeout_s=_GIT_TIMEOUT_S)
     except GitError as error:
         raise DiffError(str(error)) from error

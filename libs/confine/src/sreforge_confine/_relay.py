@@ -1,15 +1,20 @@
 """A loopback relay between TCP ports and unix sockets, standard library only.
 
-Run as a script inside a network namespace of its own:
+Run as a script:
 
-    python3 -I -S relay.py HOST:PORT... -- COMMAND [ARG...]
+    python3 -I -S relay.py [--linger] SPEC... -- COMMAND [ARG...]
 
-it listens on every HOST:PORT (all bound before COMMAND starts), joins each
-connection to `<HOST>-<PORT>.sock` in its own folder, runs COMMAND, passes it
-SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2, and exits with its status
-(128 + N when a signal N ended it). Imported, `Relay` serves the other end: a
-unix socket joined to a TCP port. Nothing here may import beyond the standard
-library: the interpreter that runs the script has nothing else.
+it listens on every SPEC (all bound before COMMAND starts), runs COMMAND, passes
+it SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2, and exits with its
+status (128 + N when a signal N ended it). A SPEC is `HOST:PORT` (listen there,
+join each connection to `<HOST>-<PORT>.sock` in the script's own folder: the
+side inside a network namespace of its own), or `LISTEN=CONNECT` where each side
+is `tcp:HOST:PORT` or `unix:PATH` (any length: bound and dialled through the
+folder's fd). With `--linger` the relay becomes a child subreaper and exits only
+once every descendant has (COMMAND may be a launcher that exits before what it
+started, e.g. bubblewrap's monitor on SIGTERM while the sandbox drains).
+Imported, `Relay` serves one listener from Python. Nothing here may import beyond
+the standard library: the interpreter that runs the script has nothing else.
 """
 
 from __future__ import annotations
@@ -25,7 +30,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-__all__ = ["Connector", "Relay", "listen_tcp", "socket_name"]
+__all__ = [
+    "Connector",
+    "Relay",
+    "listen_tcp",
+    "listen_unix",
+    "socket_name",
+    "tcp_connector",
+    "unix_connector",
+]
 
 Connector = Callable[[], socket.socket]
 """Opens the far end for one accepted connection."""
@@ -40,7 +53,8 @@ _FORWARDED = (
     signal.SIGUSR1,
     signal.SIGUSR2,
 )
-_USAGE = "usage: relay.py HOST:PORT... -- COMMAND [ARG...]"
+_USAGE = "usage: relay.py [--linger] SPEC... -- COMMAND [ARG...]"
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def socket_name(host: str, port: int) -> str:
@@ -106,6 +120,8 @@ class Relay:
             downstream.close()
             return
         pair = (downstream, upstream)
+        for sock in pair:
+            _no_delay(sock)
         with self._lock:
             admitted = not self._closed
             if admitted:
@@ -138,17 +154,50 @@ def _copy(source: socket.socket, sink: socket.socket) -> None:
         sink.shutdown(socket.SHUT_WR)
 
 
+def _no_delay(sock: socket.socket) -> None:
+    """Forward small writes at once: the relay must not add Nagle's wait to a response."""
+    if sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 def _cut(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
     sock.close()
 
 
-def _unix_connector(path: str) -> Connector:
+def _at_folder(path: str, act: Callable[[str], None]) -> None:
+    """Run `act` on `path` spelled through its folder's fd (no sun_path length limit)."""
+    folder, name = os.path.split(path)
+    handle = os.open(folder or ".", os.O_PATH | os.O_DIRECTORY)
+    try:
+        act(f"/proc/self/fd/{handle}/{name}")
+    finally:
+        os.close(handle)
+
+
+def listen_unix(path: str) -> socket.socket:
+    """A listening unix socket at `path` (a stale socket file there is replaced)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        _at_folder(path, listener.bind)
+        listener.listen(_BACKLOG)
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+def unix_connector(path: str) -> Connector:
+    """Dials the unix socket at `path` for each connection."""
+
     def connect() -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.connect(path)
+            _at_folder(path, sock.connect)
         except OSError:
             sock.close()
             raise
@@ -157,14 +206,75 @@ def _unix_connector(path: str) -> Connector:
     return connect
 
 
-def _run(command: Sequence[str]) -> int:
+def tcp_connector(host: str, port: int) -> Connector:
+    """Dials host:port for each connection (10 s to connect, then no timeout)."""
+
+    def connect() -> socket.socket:
+        sock = socket.create_connection((host, port), timeout=10.0)
+        sock.settimeout(None)
+        return sock
+
+    return connect
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, digits = text.rpartition(":")
+    if not host:
+        raise ValueError("no host")
+    return host, int(digits)
+
+
+def _side(text: str) -> tuple[str, str, int]:
+    """('tcp', host, port) or ('unix', path, 0) from `tcp:HOST:PORT` / `unix:PATH`."""
+    kind, _, rest = text.partition(":")
+    if kind == "unix" and rest:
+        return "unix", rest, 0
+    if kind == "tcp":
+        return ("tcp", *_host_port(rest))
+    raise ValueError(f"{text!r} is neither tcp:HOST:PORT nor unix:PATH")
+
+
+def _relay_for(spec: str, folder: Path) -> Relay:
+    """The relay a command-line SPEC describes, its listener already bound."""
+    if "=" not in spec:
+        host, port = _host_port(spec)
+        return Relay(listen_tcp(host, port), unix_connector(str(folder / socket_name(host, port))))
+    listen, _, connect = spec.partition("=")
+    l_kind, l_where, l_port = _side(listen)
+    c_kind, c_where, c_port = _side(connect)
+    listener = listen_tcp(l_where, l_port) if l_kind == "tcp" else listen_unix(l_where)
+    connector = tcp_connector(c_where, c_port) if c_kind == "tcp" else unix_connector(c_where)
+    return Relay(listener, connector)
+
+
+def _become_subreaper() -> None:
+    import ctypes  # only the lingering (host) side needs it
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _reap_all() -> None:
+    """Wait for every descendant (orphans come to us as the subreaper)."""
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+
+
+def _run(command: Sequence[str], linger: bool = False) -> int:
     """Run `command` as a child, forwarding signals; its exit status, shell-style."""
     child: list[subprocess.Popen[bytes]] = []
     pending: list[int] = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         if child:
-            child[0].send_signal(signum)
+            with contextlib.suppress(ProcessLookupError):
+                child[0].send_signal(signum)
         else:
             pending.append(signum)
 
@@ -179,11 +289,17 @@ def _run(command: Sequence[str]) -> int:
     for early in pending:
         process.send_signal(early)
     code = process.wait()
+    if linger:
+        _reap_all()
     return 128 - code if code < 0 else code
 
 
 def main(args: Sequence[str]) -> int:
-    """Listen on every HOST:PORT before the command starts, then run it."""
+    """Listen on every SPEC before the command starts, then run it."""
+    args = list(args)
+    linger = bool(args) and args[0] == "--linger"
+    if linger:
+        args = args[1:]
     if "--" not in args or args.index("--") == len(args) - 1:
         print(_USAGE, file=sys.stderr)
         return 2
@@ -191,20 +307,20 @@ def main(args: Sequence[str]) -> int:
     folder = Path(__file__).resolve().parent
     relays = []
     for spec in args[:split]:
-        host, _, digits = spec.rpartition(":")
         try:
-            port = int(digits)
-            if not host:
-                raise ValueError("no host")
-            listener = listen_tcp(host, port)
+            relays.append(_relay_for(spec, folder))
         except (OSError, ValueError) as error:
             print(f"relay: cannot listen on {spec}: {error}", file=sys.stderr)
             return 125
-        path = str(folder / socket_name(host, port))
-        relays.append(Relay(listener, _unix_connector(path)))
+    if linger:
+        try:
+            _become_subreaper()
+        except OSError as error:
+            print(f"relay: {error}", file=sys.stderr)
+            return 125
     for relay in relays:
         relay.start()
-    return _run(args[split + 1 :])
+    return _run(args[split + 1 :], linger)
 
 
 if __name__ == "__main__":

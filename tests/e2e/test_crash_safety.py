@@ -33,21 +33,20 @@ from sreforge_bus import OPERATOR_USER, STREAM, Bus, Credential, RawMessage, con
 from sreforge_bus.embedded import start_nats_server
 from sreforge_contracts import ContractError, Event, parse_event
 from sreforge_oracle import RunJournal
-
-from sreforge._engine import bus_credentials
-from sreforge._settings import EngineSettings
-from sreforge.cli import SERVICE_NAMES
-
-from .test_runs import (
+from wholerun import (
     REPO,
     RUN_LIMIT_S,
     SCENARIO,
     SCHEMA,
     TIME_SCALE,
     Run,
-    _kill_session,
     assert_nothing_left,
+    kill_session,
 )
+
+from sreforge._engine import bus_credentials
+from sreforge._settings import EngineSettings
+from sreforge.cli import SERVICE_NAMES
 
 pytestmark = pytest.mark.integration
 
@@ -138,7 +137,7 @@ class Topology:
         left = [f"{p.pid} {p.info['cmdline']}" for p in psutil.process_iter(["cmdline"])
                 if _session(p.pid) in sessions]  # fmt: skip
         for session in sessions:
-            _kill_session(session)
+            kill_session(session)
         return codes, left
 
 
@@ -279,7 +278,7 @@ async def test_oracle_killed_mid_grading_and_restarted_still_records_one_verdict
         _check_outcome(topology, watch, outage)
     finally:
         if cli.returncode is None:
-            _kill_session(cli.pid)
+            kill_session(cli.pid)
             await cli.wait()
         await watch.close()
         await bus.close()

@@ -162,8 +162,11 @@ def topology() -> Iterator[Topology]:
     root = Path(tempfile.mkdtemp(prefix="runs-")) / "restart"
     root.mkdir()
     credentials = bus_credentials(EngineSettings(home=root / "home"))
+    # The server is the test's, not the run's: its command line must not name the run's
+    # root, or the check that nothing of the run is left would count it.
+    config = shutil.copy(credentials.config_file, root.parent / "server.conf")
     try:
-        with start_nats_server(config_file=credentials.config_file) as server:
+        with start_nats_server(config_file=Path(config)) as server:
             operator = credentials.credential(OPERATOR_USER)
             run = Run("restart", "reference", root)
             services = Topology(run, server.url, _free_port(), operator)

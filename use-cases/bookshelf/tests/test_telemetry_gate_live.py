@@ -37,6 +37,7 @@ from .conftest import (
     Launcher,
     app_repo,
     free_port,
+    seed_library,
     start_app,
     start_bookmeta,
     start_loadgen,
@@ -136,15 +137,18 @@ def test_an_unobserved_search_fails_telemetry_intact_and_the_fix_holds_it(
     telemetry = manifest.verify.telemetry
     assert telemetry is not None, "latency-cache-stampede declares [verify.telemetry]"
     assert manifest.expected is not None
-    bookmeta = start_bookmeta(launch)
+    library = seed_library(tmp_path / "library.db")
+    bookmeta = start_bookmeta(launch, library=library)
     fixed_repo = app_repo(tmp_path / "fixed", faulted=True, patch=FIX_PATCH)
     blind_repo = _unobserve_search(app_repo(tmp_path / "blind", faulted=True))
     apps = {
-        "fixed": start_app(launch, fixed_repo, tmp_path / "fixed.db", bookmeta),
-        "blind": start_app(launch, blind_repo, tmp_path / "blind.db", bookmeta),
+        "fixed": start_app(launch, fixed_repo, library, bookmeta),
+        "blind": start_app(launch, blind_repo, library, bookmeta),
     }
     loads = {
-        name: start_loadgen(launch, app, 20, "--profile", "search-storm", "--paused")
+        name: start_loadgen(
+            launch, app, 20, "--profile", "search-storm", "--paused", truth_db=library
+        )
         for name, app in apps.items()
     }
     url = prometheus(

@@ -7,6 +7,7 @@ import shutil
 import socket
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 from sreforge_deployer import (
@@ -61,17 +62,21 @@ def test_tiny_stack_up_is_healthy_and_down_leaves_nothing(
 
 
 def test_tiny_alert_reaches_alertmanager_and_the_webhook_with_its_token(
-    settings: DeployerSettings, webhook_receiver: object
+    settings: DeployerSettings, webhook_receiver: object, tmp_path: Path
 ) -> None:
-    """Arming starts load; the rule fires in Prometheus, Alertmanager pages the run's route."""
+    """Arming starts load; the rule fires in Prometheus, Alertmanager pages the run's route
+    with the shared token, read from the run's own copy: the engine home's path (which
+    names the harness) never shows in the config the agent can read off Alertmanager."""
     from .conftest import WebhookReceiver
 
     assert isinstance(webhook_receiver, WebhookReceiver)
+    shared = tmp_path / "sreforge-home" / "trigger.token"
     stack = LocalStack(
         TINY_SCENARIOS / "tiny-ok",
         time_scale=0.1,
         settings=settings,
         webhook_url=webhook_receiver.url,
+        webhook_token_file=shared,
     )
     stack.up()
     try:
@@ -93,6 +98,10 @@ def test_tiny_alert_reaches_alertmanager_and_the_webhook_with_its_token(
         )
         token_file = stack.run_dir / "observability" / "webhook.token"
         assert oct(token_file.stat().st_mode & 0o777) == "0o600"
+        assert token_file.read_text().strip() == shared.read_text().strip()
+        status = httpx.get(f"{am}/api/v2/status", timeout=5).text
+        assert str(token_file) in status, "Alertmanager reads the run's copy"
+        assert "sreforge-home" not in status, "the engine home shows in Alertmanager's config"
     finally:
         stack.down()
 

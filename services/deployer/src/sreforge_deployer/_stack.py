@@ -381,11 +381,12 @@ class LocalStack:
     def _start_observability(self) -> None:
         obs = self.run_dir / "observability"
         obs.mkdir(parents=True)
-        token_file = self.webhook_token_file
-        if token_file is None:
-            token_file = obs / "webhook.token"
-            token_file.write_text(self.webhook_token)
-            token_file.chmod(0o600)
+        # Always the run's own copy: Alertmanager shows its config (the file's path) to
+        # anyone who asks, the agent included, and a shared token file lives in the engine
+        # home, whose path names the harness.
+        token_file = obs / "webhook.token"
+        token_file.write_text(self.webhook_token)
+        token_file.chmod(0o600)
         wiring = self._wiring()
         values = wiring.template_values(self.webhook_url or _NO_RECEIVER, token_file)
         template_dir = self.spec.root / self.spec.observability

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sreforge_oracle._model import GradingConfig, GradingSample
-from sreforge_oracle._window import Finding, Window, first_gap, first_lasting_run, gate
+from sreforge_oracle._window import Finding, Window, first_gap, gate, lasting_shortfall
 
 __all__ = ["assess_service"]
 
@@ -34,11 +34,11 @@ def assess_service(config: GradingConfig, window: Window) -> Finding | None:
         return None
     grace = config.load_grace_seconds
     graded = [s for s in window.samples if s.offset_seconds >= grace]
-    short = first_lasting_run(
+    short = lasting_shortfall(
         graded, lambda s: _is_short(minimum, s), config.service_dip_tolerance_seconds
     )
     if short:
-        return gate(_ID, False, _short_detail(minimum, _whole_run(minimum, graded, short[0])))
+        return gate(_ID, False, _short_detail(minimum, short))
     gap = first_gap(graded, grace, config.sample_gap_limit)
     if gap is not None:
         return gate(
@@ -64,19 +64,6 @@ def assess_service(config: GradingConfig, window: Window) -> Finding | None:
 def _is_short(minimum: float, sample: GradingSample) -> bool:
     ratio = sample.service_ok_ratio
     return ratio is None or ratio < minimum
-
-
-def _whole_run(
-    minimum: float, graded: Sequence[GradingSample], first: GradingSample
-) -> list[GradingSample]:
-    """The short run starting at `first`, through its last consecutive short sample."""
-    start = next(i for i, sample in enumerate(graded) if sample is first)
-    run: list[GradingSample] = []
-    for sample in graded[start:]:
-        if not _is_short(minimum, sample):
-            break
-        run.append(sample)
-    return run
 
 
 def _short_detail(minimum: float, run: Sequence[GradingSample]) -> str:

@@ -190,7 +190,13 @@ class OpenAIRein:
         try:
             with urllib.request.urlopen(request, timeout=seconds) as response:
                 answer = json.loads(response.read())
-        except (urllib.error.URLError, OSError, ValueError) as error:
+        except TimeoutError:
+            raise  # the socket's own deadline is the same budget as the caller's
+        except urllib.error.URLError as error:
+            if isinstance(error.reason, TimeoutError):
+                raise TimeoutError(str(error.reason)) from None
+            raise SessionError(f"agent {self.name}: model call to {url} failed: {error}") from None
+        except (OSError, ValueError) as error:
             raise SessionError(f"agent {self.name}: model call to {url} failed: {error}") from None
         if not isinstance(answer, dict):
             raise SessionError(f"agent {self.name}: the model's answer is not an object")

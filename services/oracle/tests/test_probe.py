@@ -87,10 +87,9 @@ async def test_sample_reports_the_target_state(
     prometheus: Prometheus, alert: str, state: str
 ) -> None:
     """The sample's target state is the named alert's: firing, pending (for: 1h) or inactive."""
-    at = datetime.now(UTC)
     async with probe(prometheus, alert) as reader:
         sample = await poll(
-            lambda: reader.sample(at=at, offset_seconds=1.5),
+            lambda: reader.sample(at=datetime.now(UTC), offset_seconds=1.5),
             lambda s: (
                 s.target_state == state and s.sli is not None and s.load_target_rps is not None
             ),
@@ -221,3 +220,19 @@ def test_handoff_alerts_match_across_instances() -> None:
     before = ObservedAlert(name="A", state="firing", labels={"service": "api", "instance": ":1"})
     after = ObservedAlert(name="A", state="firing", labels={"service": "api", "instance": ":2"})
     assert before.key == after.key
+
+
+async def test_a_late_sample_reads_prometheus_as_of_its_time(prometheus: Prometheus) -> None:
+    """A sample stamped `at` but taken later (a loaded machine) reads every query as of `at`,
+    as the history samples filling the gap before it do: `time()` tells when it was evaluated."""
+    at = datetime.fromtimestamp(round(time.time()) - 3, UTC)
+    async with probe(
+        prometheus, app_requests_promql="time()", load_requests_promql="time()"
+    ) as reader:
+        assert await reader.query("time()", at=at) == at.timestamp()
+        now = await reader.query("time()")
+        assert now is not None
+        assert now > at.timestamp() + 2, "without `at`: Prometheus's now"
+        sample = await reader.sample(at=at, offset_seconds=0.0)
+    assert sample.app_requests == at.timestamp()
+    assert sample.load_requests == at.timestamp()

@@ -122,15 +122,20 @@ class PrometheusProbe:
         await self._client.aclose()
 
     async def sample(self, *, at: datetime, offset_seconds: float) -> GradingSample:
-        """Take one sample: all reads run concurrently; any Prometheus failure raises."""
+        """Take one sample: all reads run concurrently; any Prometheus failure raises.
+
+        Every query is evaluated as of `at`, not whenever it runs: a sample taken late on a
+        loaded machine would otherwise read a later scrape than the history samples that
+        fill the gap before it, and a counter would seem to go back.
+        """
         app_promql, load_promql = self._count_promql
         try:
             async with asyncio.TaskGroup() as group:
                 alerts_task = group.create_task(self.alerts())
-                sli_task = group.create_task(self.query(self._sli_promql))
-                load_task = group.create_task(self._load_reading())
-                app_task = group.create_task(self._maybe_query(app_promql))
-                count_task = group.create_task(self._maybe_query(load_promql))
+                sli_task = group.create_task(self.query(self._sli_promql, at=at))
+                load_task = group.create_task(self._load_reading(at))
+                app_task = group.create_task(self._maybe_query(app_promql, at))
+                count_task = group.create_task(self._maybe_query(load_promql, at))
                 plane_task = group.create_task(self._maybe_monitoring())
         except* ProbeError as failures:
             raise failures.exceptions[0] from None
@@ -192,13 +197,13 @@ class PrometheusProbe:
         except (httpx.HTTPError, ValueError):
             return None
 
-    async def _maybe_query(self, promql: str | None) -> float | None:
-        return None if promql is None else await self.query(promql)
+    async def _maybe_query(self, promql: str | None, at: datetime | None = None) -> float | None:
+        return None if promql is None else await self.query(promql, at=at)
 
     async def _maybe_monitoring(self) -> MonitoringSnapshot | None:
         return await self.monitoring() if self._read_monitoring else None
 
-    async def _load_reading(self) -> LoadgenReading:
+    async def _load_reading(self, at: datetime | None = None) -> LoadgenReading:
         """The load as one scrape of the generator gives it, or from Prometheus without its URL."""
         if self._loadgen_url is not None:
             text = await self._scrape(self._loadgen_url)
@@ -206,7 +211,7 @@ class PrometheusProbe:
                 return LoadgenReading()  # the generator is what we observe: silence means it died
             return read_loadgen(text, self._loadgen_url, self._objective)
         target, achieved, ok = await asyncio.gather(
-            *(self._maybe_query(q) for q in (*self._load_promql, self._service_promql))
+            *(self._maybe_query(q, at) for q in (*self._load_promql, self._service_promql))
         )
         return LoadgenReading(target_rps=target, achieved_rps=achieved, ok_ratio=ok)
 
@@ -219,10 +224,16 @@ class PrometheusProbe:
             raise ProbeError("expected data.alerts to be a list", endpoint=endpoint)
         return [_alert(item, endpoint) for item in raw]
 
-    async def query(self, promql: str) -> float | None:
-        """An instant query's value: the largest of a vector's samples, or `None` without one."""
+    async def query(self, promql: str, *, at: datetime | None = None) -> float | None:
+        """An instant query's value: the largest of a vector's samples, or `None` without one.
+
+        Evaluated as of `at` when given, else at Prometheus's now.
+        """
         endpoint = f"{self._base}/api/v1/query?query={promql}"
-        data = await self._get_data(f"{self._base}/api/v1/query", {"query": promql}, endpoint)
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = f"{at.timestamp():.3f}"
+        data = await self._get_data(f"{self._base}/api/v1/query", params, endpoint)
         return _instant_value(data, endpoint)
 
     async def query_range(

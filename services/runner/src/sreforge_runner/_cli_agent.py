@@ -3,9 +3,10 @@
 `start_session` writes the prompt (the page plus how to submit) into the session
 dir and fills the argv template: `{prompt}`, `{prompt_file}`, `{model}`,
 `{workspace}`, `{home}`, `{session_dir}` and `{session_id}` are substituted, as the
-agent sees those paths (inside the sandbox). The env gets the profile's non-secret
-settings. For the presets the model proxy is on by default (`_presets`): the
-agent gets the proxy's base URL and a per-session dummy token, the proxy holds
+agent sees those paths (inside the sandbox). The env gets the preset's quiet
+settings (`PRESET_ENV`: no update checks or telemetry) and the profile's non-secret
+settings over them. For the presets the model proxy is on by default (`_presets`):
+the agent gets the proxy's base URL and a per-session dummy token, the proxy holds
 the real key (the first credential route; a missing one fails `session_start`,
 naming the variable). Otherwise, and for the other routes, the env gets the
 routes' values (names from the profile, values from the runner's env, never
@@ -25,7 +26,7 @@ from sreforge_contracts import HarnessProfile
 from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._errors import ProfileError, SessionError
 from sreforge_runner._native import NATIVE_DIR, collect_native, mini_swe_submitted
-from sreforge_runner._presets import ProxyPlan, proxy_plan
+from sreforge_runner._presets import PRESET_ENV, ProxyPlan, proxy_plan
 from sreforge_runner._pricing import profile_price
 from sreforge_runner._process import Budgets
 from sreforge_runner._proxy import ModelProxy
@@ -99,7 +100,8 @@ class CliAgentRein:
         }
         executable = command.executable or command.preset
         self._argv = [executable, *(_fill(arg, values) for arg in command.args)]
-        self._env = {key: _fill(value, values) for key, value in command.env.items()}
+        env = {**PRESET_ENV.get(command.preset, {}), **command.env}
+        self._env = {key: _fill(value, values) for key, value in env.items()}
         routed = route_secrets(self.profile.credential_routes)
         plan = proxy_plan(self.profile)
         profile_price(self.profile.metadata)  # a bad price override fails here, not at the end

@@ -1,4 +1,4 @@
-"""How each CLI preset reaches its model through the proxy: one table, here.
+"""How each CLI preset reaches its model through the proxy, and its quiet env: here.
 
 `PROXY_PRESETS` says, per preset, the proxy flavor (the provider API the CLI
 speaks), the provider's default base URL, the env var(s) the CLI reads its base
@@ -15,8 +15,16 @@ with metadata:
 
 Facts per CLI (reference/harness.md §7.4/§7.6 and the CLIs' docs and issues):
 
-- claude-code: `ANTHROPIC_BASE_URL`, and `ANTHROPIC_API_KEY` (sent as `x-api-key`),
-  honoured by `--print` without a prompt.
+- claude-code (tested: 2.1.332, npm `@anthropic-ai/claude-code`, a native ELF at
+  `<prefix>/node_modules/.bin/claude` -> `@anthropic-ai/claude-code/bin/claude.exe`,
+  no Node needed): `ANTHROPIC_BASE_URL`, and `ANTHROPIC_API_KEY` (sent as
+  `x-api-key`), honoured by `--print` without a prompt. It posts only the main loop
+  to `/v1/messages?beta=true` (streamed, `anthropic-version: 2023-06-01`, one call
+  per turn, tools `Bash`, `Read`, `Write`, `Edit`, ...); no token counter, no side
+  call. Without `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC` it also tries
+  api.anthropic.com (bootstrap, MCP registry, fast-mode status, event export) and
+  loses ~2 s to it, hence `PRESET_ENV`. Session files:
+  `$CLAUDE_CONFIG_DIR/projects/<cwd>/<session id>.jsonl`.
 - codex: `OPENAI_BASE_URL` is deprecated and ignored from 0.118 on (openai/codex
   #16719); the top-level `openai_base_url` in `$CODEX_HOME/config.toml` is read, so
   both are set. Key from `OPENAI_API_KEY`. Codex speaks the Responses API.
@@ -42,7 +50,7 @@ from sreforge_contracts import HarnessProfile
 from sreforge_runner._errors import ProfileError
 from sreforge_runner._proxy import ProxyFlavor
 
-__all__ = ["PROXY_PRESETS", "ProxyPlan", "proxy_plan"]
+__all__ = ["PRESET_ENV", "PROXY_PRESETS", "ProxyPlan", "proxy_plan"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,17 @@ PROXY_PRESETS: Mapping[str, ProxyPlan] = {
     ),
 }
 """Per CLI preset: the proxy flavor, default upstream, env names and config files."""
+
+PRESET_ENV: Mapping[str, Mapping[str, str]] = {
+    "claude-code": {
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+    },
+}
+"""Per CLI preset: env it gets, proxy or not (no update checks, telemetry or other
+traffic than the model's); the profile's `[command.env]` overrides a value."""
 
 
 def proxy_plan(profile: HarnessProfile) -> ProxyPlan | None:

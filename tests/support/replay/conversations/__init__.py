@@ -1,0 +1,1 @@
+"""Replayed conversations, one module per CLI preset: `MODEL`, `fixed`, `mistaken`."""

@@ -31,6 +31,7 @@ from sreforge_runner import (
     read_sentinel,
     workspace_diff,
 )
+from sreforge_runner._presets import proxy_plan
 
 ENV = "SREFORGE_TEST_GEMINI_CLI_EXECUTABLE"
 KEY = "AIza-real-test-key-0123456789abcdef"
@@ -79,6 +80,24 @@ def _changed(diff: str) -> list[str]:
         for line in diff.splitlines()
         if line[:1] in "+-" and not line.startswith(("+++", "---"))
     ]
+
+
+def test_the_preset_writes_the_auth_settings_gemini_cli_accepts() -> None:
+    """The shipped profile's proxy plan writes `~/.gemini/settings.json` selecting the
+    API-key auth (0.61 picks `gateway` for a base URL, then rejects it), with telemetry,
+    usage statistics and update checks off."""
+    plan = proxy_plan(find_profile(REPO_ROOT / "agents", "gemini-cli"))
+    assert plan is not None
+    files = dict(plan.config_files)
+    assert set(files) == {".gemini/settings.json"}
+    settings = json.loads(files[".gemini/settings.json"])
+    assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
+    assert settings["privacy"]["usageStatisticsEnabled"] is False
+    assert settings["telemetry"]["enabled"] is False
+    assert settings["general"] == {
+        "enableAutoUpdate": False,
+        "enableAutoUpdateNotification": False,
+    }
 
 
 def test_the_agents_git_identity_survives_a_shell_that_hides_the_global_config(

@@ -5,7 +5,8 @@ A turn is one candidate: its text as a `text` part, each tool call as a
 it). `:streamGenerateContent?alt=sse` writes the whole turn as one SSE chunk (the
 CLI merges chunks; one is enough; without `alt=sse`, a JSON array of it),
 `:generateContent` as one JSON document.
-`:countTokens` answers a count without taking a turn.
+`:countTokens` gets a rough count (it still reaches the script first: a
+conversation's `aside` answers it, so it takes no turn; gemini-cli 0.61 never sent one).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def test_the_repo_catalog_has_the_builtins_ready_and_the_presets_unverified() ->
     [
         ("claude-code", ["--print", "stream-json", "bypassPermissions"], {"IS_SANDBOX": "1"}),
         ("codex", ["exec", "--json", "--dangerously-bypass-approvals-and-sandbox"], {}),
-        ("gemini-cli", ["--yolo"], {"GEMINI_CLI_TRUST_WORKSPACE": "true"}),
+        ("gemini-cli", ["--yolo", "stream-json"], {"GEMINI_CLI_TRUST_WORKSPACE": "true"}),
         ("aider", ["--yes-always", "--no-auto-commits"], {}),
         ("mini-swe-agent", ["--yolo", "--exit-immediately"], {"MSWEA_CONFIGURED": "true"}),
     ],

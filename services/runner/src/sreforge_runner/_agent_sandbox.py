@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Protocol
 
 from sreforge_contracts import SandboxKind
+from sreforge_git import GitError, git
 
+from sreforge_runner._errors import SandboxError
 from sreforge_runner._process import Budgets, ProcessOutcome
 from sreforge_runner._settings import RunnerSettings
 
-__all__ = ["SESSION_MARKER", "AgentSandbox", "SessionLayout", "agent_env"]
+__all__ = ["SESSION_MARKER", "AgentSandbox", "SessionLayout", "agent_env", "write_git_identity"]
 
 SESSION_MARKER = "AGENT_SESSION"
 """An env var set for every agent process: how survivors are found after teardown."""
@@ -45,6 +47,20 @@ def agent_env(
         "GIT_CONFIG_NOSYSTEM": "1",
         SESSION_MARKER: marker,
     }
+
+
+def write_git_identity(settings: RunnerSettings, home: Path, workspace: Path) -> None:
+    """The agent's neutral git identity, in `$HOME/.gitconfig` and in the workspace's own
+    `.git/config` (outside the diff): a CLI that runs its shell with
+    `GIT_CONFIG_GLOBAL=/dev/null` (gemini-cli) or strips `GIT_AUTHOR_*` from its env
+    still commits under it."""
+    name, email = settings.agent_git_name, settings.agent_git_email
+    (home / ".gitconfig").write_text(f"[user]\n\tname = {name}\n\temail = {email}\n")
+    try:
+        git(workspace, "config", "--local", "user.name", name)
+        git(workspace, "config", "--local", "user.email", email)
+    except GitError as error:
+        raise SandboxError(f"workspace {workspace}: {error}") from error
 
 
 class SessionLayout:

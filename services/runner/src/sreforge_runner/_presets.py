@@ -28,18 +28,28 @@ Facts per CLI (reference/harness.md §7.4/§7.6 and the CLIs' docs and issues):
 - codex: `OPENAI_BASE_URL` is deprecated and ignored from 0.118 on (openai/codex
   #16719); the top-level `openai_base_url` in `$CODEX_HOME/config.toml` is read, so
   both are set. Key from `OPENAI_API_KEY`. Codex speaks the Responses API.
-- gemini-cli: the Gemini API (generativelanguage.googleapis.com) is neither
-  OpenAI- nor Anthropic-shaped (model in the path, key in `x-goog-api-key` or
-  `?key=`), hence its own pass-through flavor. Base URL from
+- gemini-cli (tested: 0.61.0): the Gemini API (generativelanguage.googleapis.com)
+  is neither OpenAI- nor Anthropic-shaped (model in the path, key in
+  `x-goog-api-key` or `?key=`), hence its own pass-through flavor. Base URL from
   `GOOGLE_GEMINI_BASE_URL` (honoured since google-gemini/gemini-cli#25357, 2026-04;
   http is accepted for localhost only; an older CLI ignores it and fails auth with
-  the dummy key rather than leak anything), key from `GEMINI_API_KEY`.
+  the dummy key rather than leak anything), key from `GEMINI_API_KEY` (sent as
+  `x-goog-api-key`). With the base URL set, 0.61 defaults to auth type `gateway`,
+  which its headless validation rejects (`Invalid auth method selected.`, exit 41),
+  so `~/.gemini/settings.json` selects `gemini-api-key` (which still honours the
+  base URL) and turns off usage statistics, telemetry and update checks. It calls
+  only `POST /v1beta/models/<model>:streamGenerateContent?alt=sse`, one per turn
+  (no side calls with the default settings). Its shell tool runs with
+  `GIT_CONFIG_GLOBAL=/dev/null` and (when its env redaction is on) drops variables
+  matching `AUTH`, hence the identity also in the workspace's `.git/config`
+  (`write_git_identity`). Session file: `~/.gemini/tmp/<project>/chats/session-*.jsonl`.
 - aider and mini-swe-agent use litellm: `OPENAI_API_BASE` (aider's docs) and
   `OPENAI_BASE_URL` (litellm reads either) with `OPENAI_API_KEY`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast, get_args
@@ -75,6 +85,17 @@ _GEMINI = ProxyPlan(
     ("GOOGLE_GEMINI_BASE_URL",),
     "GEMINI_API_KEY",
 )
+# gemini-cli 0.61 picks auth type "gateway" when GOOGLE_GEMINI_BASE_URL is set, which
+# its own validation rejects (exit 41); the API-key type still honours the base URL.
+_GEMINI_SETTINGS = json.dumps(
+    {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    },
+    indent=2,
+)
 _FLAVORS: Mapping[ProxyFlavor, ProxyPlan] = {
     "openai": _OPENAI,
     "anthropic": _ANTHROPIC,
@@ -91,7 +112,13 @@ PROXY_PRESETS: Mapping[str, ProxyPlan] = {
         "OPENAI_API_KEY",
         config_files=((".codex/config.toml", 'openai_base_url = "{proxy_url}"\n'),),
     ),
-    "gemini-cli": _GEMINI,
+    "gemini-cli": ProxyPlan(
+        "gemini",
+        "https://generativelanguage.googleapis.com",
+        ("GOOGLE_GEMINI_BASE_URL",),
+        "GEMINI_API_KEY",
+        config_files=((".gemini/settings.json", _GEMINI_SETTINGS),),
+    ),
     "aider": ProxyPlan("openai", "https://api.openai.com/v1", _LITELLM_URL_ENVS, "OPENAI_API_KEY"),
     "mini-swe-agent": ProxyPlan(
         "openai", "https://api.openai.com/v1", _LITELLM_URL_ENVS, "OPENAI_API_KEY"

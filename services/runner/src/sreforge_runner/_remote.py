@@ -34,7 +34,12 @@ from pathlib import Path, PurePosixPath
 
 from sreforge_contracts import RemoteSpec, SandboxKind
 
-from sreforge_runner._agent_sandbox import SESSION_MARKER, SessionLayout, agent_env
+from sreforge_runner._agent_sandbox import (
+    SESSION_MARKER,
+    SessionLayout,
+    agent_env,
+    write_git_identity,
+)
 from sreforge_runner._errors import SandboxError
 from sreforge_runner._process import Budgets, ProcessOutcome, run_in_group
 from sreforge_runner._settings import RunnerSettings
@@ -118,10 +123,7 @@ class RemoteSandbox(SessionLayout):
             self.session_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             install_submit(self.bin_dir, self.inside(self.workspace))
             exclude_sentinel_dir(self.workspace)
-            (self.home / ".gitconfig").write_text(
-                f"[user]\n\tname = {self.settings.agent_git_name}\n"
-                f"\temail = {self.settings.agent_git_email}\n"
-            )
+            write_git_identity(self.settings, self.home, self.workspace)
         except OSError as error:
             raise SandboxError(f"sandbox in {self.root}: {error}") from error
 

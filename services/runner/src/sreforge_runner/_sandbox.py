@@ -25,7 +25,12 @@ from pathlib import Path
 import psutil
 from sreforge_contracts import SandboxKind
 
-from sreforge_runner._agent_sandbox import SESSION_MARKER, SessionLayout, agent_env
+from sreforge_runner._agent_sandbox import (
+    SESSION_MARKER,
+    SessionLayout,
+    agent_env,
+    write_git_identity,
+)
 from sreforge_runner._bwrap import (
     SANDBOX_BIN,
     SANDBOX_HOME,
@@ -110,10 +115,7 @@ class HostSandbox(SessionLayout):
             self.session_dir.mkdir(exist_ok=True)
             install_submit(self.bin_dir, self.inside(self.workspace))
             exclude_sentinel_dir(self.workspace)
-            (self.home / ".gitconfig").write_text(
-                f"[user]\n\tname = {self.settings.agent_git_name}\n"
-                f"\temail = {self.settings.agent_git_email}\n"
-            )
+            write_git_identity(self.settings, self.home, self.workspace)
         except OSError as error:
             raise SandboxError(f"sandbox in {self.root}: {error}") from error
 

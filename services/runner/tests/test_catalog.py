@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -120,13 +121,28 @@ def test_every_preset_has_the_model_proxy_on_by_default(
     assert set(PROXY_PRESETS) == set(PRESETS)
 
 
-def test_codex_gets_its_base_url_from_config_toml_too() -> None:
-    """codex >= 0.118 ignores OPENAI_BASE_URL; `openai_base_url` in CODEX_HOME's config
-    is what it reads, and the preset's CODEX_HOME is `{home}/.codex`."""
+def test_codex_reaches_the_proxy_by_its_own_provider_without_websockets() -> None:
+    """codex >= 0.118 ignores OPENAI_BASE_URL and its built-in provider tries a Responses
+    WebSocket first: CODEX_HOME's config (`{home}/.codex`) names a provider at the proxy
+    (plain HTTP Responses, key from OPENAI_API_KEY), no update check, analytics or plugin
+    sync; the token goes into CODEX_API_KEY too (what `codex exec` reads)."""
     profile = load_catalog(CATALOG)["codex"]
     plan = proxy_plan(profile)
     assert plan is not None
-    assert plan.config_files == ((".codex/config.toml", 'openai_base_url = "{proxy_url}"\n'),)
+    [(path, text)] = plan.config_files
+    config = tomllib.loads(text)
+    provider = config["model_providers"][config["model_provider"]]
+    assert (path, config["openai_base_url"], provider["base_url"]) == (
+        ".codex/config.toml",
+        "{proxy_url}",
+        "{proxy_url}",
+    )
+    assert (provider["wire_api"], provider["supports_websockets"]) == ("responses", False)
+    assert provider["env_key"] == plan.key_env
+    assert config["check_for_update_on_startup"] is False
+    assert config["analytics"] == {"enabled": False}
+    assert config["features"] == {"plugins": False, "remote_plugin": False}
+    assert plan.key_envs == ("OPENAI_API_KEY", "CODEX_API_KEY")
     assert profile.command is not None
     assert profile.command.env["CODEX_HOME"] == "{home}/.codex"
 

@@ -136,7 +136,7 @@ class CliAgentRein:
             config.write_text(text.replace("{proxy_url}", base_url))
         return {
             **dict.fromkeys(plan.url_envs, base_url),
-            plan.key_env: self._proxy.token,
+            **dict.fromkeys(plan.key_envs, self._proxy.token),
         }
 
     async def dispatch(self, sandbox: AgentSandbox, budgets: Budgets) -> Dispatch:

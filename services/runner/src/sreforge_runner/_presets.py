@@ -2,7 +2,7 @@
 
 `PROXY_PRESETS` says, per preset, the proxy flavor (the provider API the CLI
 speaks), the provider's default base URL, the env var(s) the CLI reads its base
-URL from, the env var it reads its key from, and config files some CLIs need
+URL from, the env var(s) it reads its key from, and config files some CLIs need
 under HOME. The proxy is on by default for these presets; a profile changes it
 with metadata:
 
@@ -25,9 +25,17 @@ Facts per CLI (reference/harness.md §7.4/§7.6 and the CLIs' docs and issues):
   api.anthropic.com (bootstrap, MCP registry, fast-mode status, event export) and
   loses ~2 s to it, hence `PRESET_ENV`. Session files:
   `$CLAUDE_CONFIG_DIR/projects/<cwd>/<session id>.jsonl`.
-- codex: `OPENAI_BASE_URL` is deprecated and ignored from 0.118 on (openai/codex
-  #16719); the top-level `openai_base_url` in `$CODEX_HOME/config.toml` is read, so
-  both are set. Key from `OPENAI_API_KEY`. Codex speaks the Responses API.
+- codex (tested: @openai/codex 0.171.0, `codex exec`): it speaks the Responses API.
+  Its built-in `openai` provider ignores `OPENAI_BASE_URL` (from 0.118,
+  openai/codex#16719), reads its key from `CODEX_API_KEY` (not `OPENAI_API_KEY`),
+  tries a Responses WebSocket first (7 upgrades, ~6.6 s, before HTTPS) and cannot be
+  redefined in `config.toml`. So `$CODEX_HOME/config.toml` defines a provider of its
+  own, `model_provider = "proxy"`: `base_url` the proxy, `env_key = "OPENAI_API_KEY"`,
+  `wire_api = "responses"`, `supports_websockets = false`; the token also goes in
+  `CODEX_API_KEY` (`extra_key_envs`) and `openai_base_url` stays for the built-in
+  provider. `check_for_update_on_startup = false`, `[analytics] enabled = false` and
+  `[features] plugins = false, remote_plugin = false` (the plugin sync runs `git
+  ls-remote https://github.com/openai/plugins.git`) keep it off the network.
 - gemini-cli (tested: 0.61.0): the Gemini API (generativelanguage.googleapis.com)
   is neither OpenAI- nor Anthropic-shaped (model in the path, key in
   `x-goog-api-key` or `?key=`), hence its own pass-through flavor. Base URL from
@@ -73,6 +81,13 @@ class ProxyPlan:
     key_env: str
     config_files: tuple[tuple[str, str], ...] = ()
     """(path under HOME, text) written at session start; `{proxy_url}` is filled."""
+    extra_key_envs: tuple[str, ...] = ()
+    """More variables the CLI reads its key from; each gets the token too."""
+
+    @property
+    def key_envs(self) -> tuple[str, ...]:
+        """Every variable the agent gets the proxy token in (`key_env` first)."""
+        return (self.key_env, *self.extra_key_envs)
 
 
 _OPENAI = ProxyPlan("openai", "https://api.openai.com/v1", ("OPENAI_BASE_URL",), "OPENAI_API_KEY")
@@ -102,6 +117,25 @@ _FLAVORS: Mapping[ProxyFlavor, ProxyPlan] = {
     "gemini": _GEMINI,
 }
 _LITELLM_URL_ENVS = ("OPENAI_API_BASE", "OPENAI_BASE_URL")
+_CODEX_CONFIG = """\
+openai_base_url = "{proxy_url}"
+model_provider = "proxy"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+
+[model_providers.proxy]
+name = "OpenAI"
+base_url = "{proxy_url}"
+env_key = "OPENAI_API_KEY"
+wire_api = "responses"
+supports_websockets = false
+"""
 
 PROXY_PRESETS: Mapping[str, ProxyPlan] = {
     "claude-code": _ANTHROPIC,
@@ -110,7 +144,8 @@ PROXY_PRESETS: Mapping[str, ProxyPlan] = {
         "https://api.openai.com/v1",
         ("OPENAI_BASE_URL",),
         "OPENAI_API_KEY",
-        config_files=((".codex/config.toml", 'openai_base_url = "{proxy_url}"\n'),),
+        config_files=((".codex/config.toml", _CODEX_CONFIG),),
+        extra_key_envs=("CODEX_API_KEY",),
     ),
     "gemini-cli": ProxyPlan(
         "gemini",
@@ -176,4 +211,5 @@ def proxy_plan(profile: HarnessProfile) -> ProxyPlan | None:
         url_envs=(url_env,) if url_env else base.url_envs,
         key_env=metadata.get("proxy_key_env") or base.key_env,
         config_files=base.config_files,
+        extra_key_envs=base.extra_key_envs,
     )

@@ -82,7 +82,7 @@ def keep_file(
     text, redactions = redact(data.decode(errors="replace"), secrets)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.kept")
-    temporary.write_text(text)
+    temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, target)
     return KeptFile(name, target.stat().st_size, cut, redactions)
 

@@ -224,3 +224,8 @@ def test_a_failed_agent_shows_its_exit_code_budget_and_last_stderr_lines() -> No
     assert shown == ("submitted", "no submission (timeout:idle, the idle budget fired)")
     clean = Outcome(RUN, "passed", submitted=True, agent_exit=AgentExit(exit_code=0))
     assert "agent:" not in format_outcome(clean)
+    noop = submission.model_copy(update={"stop_reason": "no_action", "agent_exit": AgentExit()})
+    shown = describe(Submitted(run_id=RUN, producer="runner", submission=noop))
+    assert shown == ("submitted", "no submission (no_action)"), "no process: nothing to add"
+    idle = Outcome(RUN, "failed", submitted=False, agent_exit=AgentExit())
+    assert "agent:" not in format_outcome(idle)

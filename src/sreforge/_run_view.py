@@ -160,7 +160,7 @@ def _submission(event: Submitted) -> str:
     found = event.submission
     proof = " (proof run)" if is_proof_run(event) else ""
     ended = found.agent_exit
-    how = f", {ended.summary()}" if ended and (ended.failed or not found.submitted) else ""
+    how = f", {ended.summary()}" if ended and _telling(ended, found.submitted) else ""
     if not found.submitted:
         return f"no submission ({found.stop_reason or 'agent stopped'}{how}){proof}"
     lines = len(found.diff.splitlines())
@@ -200,11 +200,18 @@ def format_outcome(outcome: Outcome) -> str:
     return "\n".join(lines)
 
 
+def _telling(ended: AgentExit, submitted: bool) -> bool:
+    """Whether how the agent ended explains something: it failed, or it ran a process
+    and made no submission (a built-in that runs none has nothing to add)."""
+    ran = ended.exit_code is not None or bool(ended.stderr_tail)
+    return ended.failed or (not submitted and ran)
+
+
 def _agent_lines(outcome: Outcome) -> list[str]:
     """How the agent ended, when it failed or made no submission: exit code or budget,
     then its last stderr lines."""
     ended = outcome.agent_exit
-    if ended is None or not (ended.failed or outcome.submitted is False):
+    if ended is None or not _telling(ended, outcome.submitted is not False):
         return []
     submitted = "submitted" if outcome.submitted else "no submission"
     lines = [f"agent:   {ended.summary()}, {submitted}"]

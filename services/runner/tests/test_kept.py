@@ -240,3 +240,33 @@ async def test_a_failing_agent_in_bubblewrap_leaves_a_whole_redacted_transcript(
         "fatal: [REDACTED:MODEL_PROXY_TOKEN] rejected",
     )
     assert os.environ["ANTHROPIC_API_KEY"] not in submission.model_dump_json()
+
+
+async def test_the_budget_that_fired_is_the_agents_exit(
+    project: Any, settings: RunnerSettings
+) -> None:
+    """An agent that talks once on stderr then hangs: the idle budget fires, and the
+    submission says so (the exit code is the SIGTERM that stopped it), with what it last
+    said."""
+    profile = load_profile(CATALOG / "aider.toml")
+    assert profile.command is not None
+    script = 'echo "waiting for a model that never answers" >&2; exec sleep 60'
+    command = profile.command.model_copy(update={"executable": "/bin/sh", "args": ("-c", script)})
+    profile = profile.model_copy(
+        update={"command": command, "metadata": {"proxy": "off"}, "credential_routes": ()}
+    )
+    context = ResolvedExecutionContext(
+        request_id="run-idle",
+        profile=profile,
+        readiness=OperationalReadiness(state="unverified"),
+        proof_run=True,
+    )
+    box = HostSandbox(project.workspace, project.workspace.parent / "agent", settings)
+    run = await drive(context, CliAgentRein(profile, "# page\n"), box, Budgets(30, 1.0, 10))
+    submission = _collect("aider", box, "HEAD", run, {})
+    ended = submission.agent_exit
+    assert ended is not None
+    assert (ended.exit_code, ended.timeout) == (-15, "idle"), run.result.evidence
+    assert ended.stderr_tail == ("waiting for a model that never answers",)
+    assert ended.summary() == "the idle budget fired"
+    assert submission.stop_reason == "timeout:idle"

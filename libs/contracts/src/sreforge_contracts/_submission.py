@@ -24,8 +24,9 @@ _MAX_LINE = 400
 class AgentExit(Contract):
     """How the agent's session ended, for the CLI and the record.
 
-    `exit_code` is None when no process exited on its own (a budget fired, or the rein
-    runs no process); `timeout` names the budget that fired; `stderr_tail` holds the last
+    `exit_code` is the agent process's (negative: the signal that ended it, e.g. -15 when
+    a budget fired; None when the rein runs no process); `timeout` names the budget that
+    fired; `stderr_tail` holds the last
     lines the agent wrote to stderr (capped, every known secret redacted) and
     `stderr_lines` how many it wrote in all.
     """

@@ -113,18 +113,22 @@ def test_a_file_past_its_cap_keeps_head_and_tail_and_says_what_was_cut(tmp_path:
     redacted, the cut and the redactions counted."""
     source = tmp_path / "stream.jsonl"
     lines = [
-        json.dumps({"n": n, "text": "secret-value-1" if n == 0 else "x" * 40}) for n in range(200)
+        json.dumps({"n": n, "text": "secret-value-1" if n == 0 else "x" * 40}) for n in range(400)
     ]
     source.write_text("\n".join(lines) + "\n")
-    kept = keep_file(source, source, cap=2000, secrets={"S": "secret-value-1"}, name="stream.jsonl")
+    kept = keep_file(
+        source, source, cap=10_000, secrets={"S": "secret-value-1"}, name="stream.jsonl"
+    )
     out = source.read_text().splitlines()
     parsed = [json.loads(line) for line in out]
-    assert (parsed[0]["n"], parsed[-1]["n"]) == (0, 199)
+    assert (parsed[0]["n"], parsed[-1]["n"]) == (0, 399)
     (marker,) = [entry for entry in parsed if "truncated_bytes" in entry]
     assert marker["truncated_bytes"] == kept.truncated_bytes > 0
     assert kept.redactions == 1
     assert "[REDACTED:S]" in out[0]
-    assert kept.size == source.stat().st_size < 2200
+    assert kept.size == source.stat().st_size <= 10_000
+    again = keep_file(source, source, cap=10_000, secrets={"S": "secret-value-1"}, name="x.jsonl")
+    assert (again.truncated_bytes, again.size) == (0, kept.size), "sealing twice changes nothing"
 
 
 def test_every_preset_has_session_globs_and_the_copy_refuses_symlinks(tmp_path: Path) -> None:

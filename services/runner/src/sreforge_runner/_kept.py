@@ -10,6 +10,7 @@ much was cut. The recorder copies what `kept_files` lists into
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Mapping
@@ -37,6 +38,7 @@ KEPT_LOGS: dict[str, int] = {
     MODEL_CALLS_LOG: 32_000_000,
 }
 """The agent folder's logs and each one's cap in bytes."""
+_SLACK = 4096  # under the cap: the marker, and redactions that lengthen a line
 NATIVE_DIR = "native"
 """The agent folder's copy of the native session files."""
 _MAX_NATIVE_FILES = 200
@@ -65,13 +67,18 @@ class KeptFile:
 def keep_file(
     source: Path, target: Path, *, cap: int, secrets: Mapping[str, str], name: str
 ) -> KeptFile:
-    """Write `source` to `target` (the same path: in place) capped and redacted."""
+    """Write `source` to `target` (the same path: in place) capped and redacted.
+
+    Sealing again changes nothing: the cut leaves room under `cap` for its marker and
+    for redactions that lengthen the text. Redaction goes line by line, so a large
+    file costs its kept bytes in memory, once.
+    """
     size = source.stat().st_size
     with source.open("rb") as handle:
         if size <= cap:
             data, cut = handle.read(), 0
         else:
-            half = cap // 2
+            half = max(cap // 2 - _SLACK, 1)
             head = handle.read(half)
             handle.seek(size - half)
             tail = handle.read()
@@ -79,10 +86,14 @@ def keep_file(
             tail = tail[tail.find(b"\n") + 1 :] or tail
             cut = size - len(head) - len(tail)
             data = head + _marker(name, cut) + tail
-    text, redactions = redact(data.decode(errors="replace"), secrets)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.kept")
-    temporary.write_text(text, encoding="utf-8")
+    redactions = 0
+    with temporary.open("w", encoding="utf-8") as out:
+        for line in io.BytesIO(data):
+            text, count = redact(line.decode(errors="replace"), secrets)
+            out.write(text)
+            redactions += count
     os.replace(temporary, target)
     return KeptFile(name, target.stat().st_size, cut, redactions)
 

@@ -201,7 +201,7 @@ class _Relay(BaseHTTPRequestHandler):
 
     def _body(self, cap: int | None = None) -> bytes:
         if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():
-            length = int(self.headers.get("Content-Length", "0") or 0)
+            length = max(int(self.headers.get("Content-Length", "0") or 0), 0)
             return self.rfile.read(length if cap is None else min(length, cap))
         body = bytearray()
         while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 from sreforge_contracts import (
+    AgentExit,
     CiResult,
     CleanedUp,
     Determinism,
@@ -196,3 +197,35 @@ def test_a_proof_run_says_so_in_the_phase_line_and_the_verdict() -> None:
     assert "proof run" not in format_outcome(Outcome(RUN, "passed", record="/r.json"))
     trials = format_summary([proof, proof, Outcome(RUN, "failed")])
     assert "2 proof runs (unverified profile, not banked)" in trials
+
+
+def test_a_failed_agent_shows_its_exit_code_budget_and_last_stderr_lines() -> None:
+    """`no submission (exited)` is not enough: the phase line names the exit code or the
+    budget that fired, and the verdict block (and --json) add the stderr tail."""
+    ended = AgentExit(exit_code=41, stderr_tail=("Invalid auth method selected.",), stderr_lines=7)
+    submission = Submission(
+        agent_name="gemini-cli",
+        submitted=False,
+        duration_ms=900,
+        stop_reason="exited",
+        agent_exit=ended,
+    )
+    submitted = Submitted(run_id=RUN, producer="runner", submission=submission)
+    assert describe(submitted) == ("submitted", "no submission (exited, exit code 41)")
+    outcome = Outcome(RUN, "failed", record="/r.json", submitted=False, agent_exit=ended)
+    block = format_outcome(outcome).splitlines()
+    assert "agent:   exit code 41, no submission" in block
+    assert "stderr:  (last 1 of 7 lines)" in block
+    assert "  | Invalid auth method selected." in block
+    assert json.loads(outcome_json(outcome))["agent_exit"]["exit_code"] == 41
+    fired = AgentExit(timeout="idle")
+    late = submission.model_copy(update={"stop_reason": "timeout:idle", "agent_exit": fired})
+    shown = describe(Submitted(run_id=RUN, producer="runner", submission=late))
+    assert shown == ("submitted", "no submission (timeout:idle, the idle budget fired)")
+    clean = Outcome(RUN, "passed", submitted=True, agent_exit=AgentExit(exit_code=0))
+    assert "agent:" not in format_outcome(clean)
+    noop = submission.model_copy(update={"stop_reason": "no_action", "agent_exit": AgentExit()})
+    shown = describe(Submitted(run_id=RUN, producer="runner", submission=noop))
+    assert shown == ("submitted", "no submission (no_action)"), "no process: nothing to add"
+    idle = Outcome(RUN, "failed", submitted=False, agent_exit=AgentExit())
+    assert "agent:" not in format_outcome(idle)

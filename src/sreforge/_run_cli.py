@@ -31,6 +31,7 @@ from sreforge_contracts import (
     RunStart,
     RunStartReply,
     Scored,
+    Submitted,
     parse_event,
 )
 
@@ -198,6 +199,7 @@ class _Follower:
         self._verdict: Event | None = None
         self._recorded: Recorded | None = None
         self._proof_run = False
+        self._submitted: Submitted | None = None
 
     async def run(self) -> Outcome:
         reader = asyncio.create_task(self._read())
@@ -226,6 +228,8 @@ class _Follower:
             if (shown := describe(event)) is not None:
                 self._progress.phase(*shown)
             self._proof_run = self._proof_run or is_proof_run(event)
+            if isinstance(event, Submitted) and self._submitted is None:
+                self._submitted = event
             if isinstance(event, CleanedUp) and self._recorded is not None:
                 return self._ended(self._recorded.verdict, self._recorded.path)
             if isinstance(event, Recorded) and self._recorded is None:
@@ -253,6 +257,7 @@ class _Follower:
             reason = found.reason
         if verdict is None:
             verdict = found.verdict if isinstance(found, Scored | RunFailed) else "aborted"
+        submission = self._submitted.submission if self._submitted else None
         return Outcome(
             self._run_id,
             verdict,
@@ -260,6 +265,8 @@ class _Follower:
             score=score,
             record=record,
             proof_run=self._proof_run,
+            submitted=submission.submitted if submission else None,
+            agent_exit=submission.agent_exit if submission else None,
         )
 
 

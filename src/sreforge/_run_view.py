@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from sreforge_contracts import (
+    AgentExit,
     BriefReady,
     CiResult,
     CleanedUp,
@@ -85,6 +86,10 @@ class Outcome:
     time_scale: float = 1.0
     proof_run: bool = False
     """The agent's profile was unverified: a labelled proof run, never banked."""
+    submitted: bool | None = None
+    """Whether the agent submitted (None when the run never got a submission)."""
+    agent_exit: AgentExit | None = None
+    """How the agent's session ended (exit code, budget, stderr tail), when it ran."""
 
     @property
     def smoke(self) -> bool:
@@ -154,9 +159,12 @@ def is_proof_run(event: Event) -> bool:
 def _submission(event: Submitted) -> str:
     found = event.submission
     proof = " (proof run)" if is_proof_run(event) else ""
+    ended = found.agent_exit
+    how = f", {ended.summary()}" if ended and _telling(ended, found.submitted) else ""
     if not found.submitted:
-        return f"no submission ({found.stop_reason or 'agent stopped'}){proof}"
-    return f"{len(found.diff.splitlines())} diff lines in {found.duration_ms / 1000:.1f}s{proof}"
+        return f"no submission ({found.stop_reason or 'agent stopped'}{how}){proof}"
+    lines = len(found.diff.splitlines())
+    return f"{lines} diff lines in {found.duration_ms / 1000:.1f}s{how}{proof}"
 
 
 def _deployment(event: Deployed) -> str:
@@ -180,6 +188,7 @@ def format_outcome(outcome: Outcome) -> str:
     lines = [headline + (f" (run {outcome.run_id})" if outcome.run_id else "")]
     if outcome.reason:
         lines.append(f"reason:  {outcome.reason}")
+    lines += _agent_lines(outcome)
     if outcome.score is not None:
         lines.append(f"score:   {outcome.score.score:.2f}")
         for signal in outcome.score.signals:
@@ -189,6 +198,28 @@ def format_outcome(outcome: Outcome) -> str:
             lines.append(f"  {mark} {signal.id:<16} {signal.value:4.2f}  {weight}{detail}")
     lines.append(f"record:  {outcome.record or '(none written)'}")
     return "\n".join(lines)
+
+
+def _telling(ended: AgentExit, submitted: bool) -> bool:
+    """Whether how the agent ended explains something: it failed, or it ran a process
+    and made no submission (a built-in that runs none has nothing to add)."""
+    ran = ended.exit_code is not None or bool(ended.stderr_tail)
+    return ended.failed or (not submitted and ran)
+
+
+def _agent_lines(outcome: Outcome) -> list[str]:
+    """How the agent ended, when it failed or made no submission: exit code or budget,
+    then its last stderr lines."""
+    ended = outcome.agent_exit
+    if ended is None or not _telling(ended, outcome.submitted is not False):
+        return []
+    submitted = "submitted" if outcome.submitted else "no submission"
+    lines = [f"agent:   {ended.summary()}, {submitted}"]
+    if ended.stderr_tail:
+        shown = len(ended.stderr_tail)
+        lines.append(f"stderr:  (last {shown} of {ended.stderr_lines} lines)")
+        lines += [f"  | {line}" for line in ended.stderr_tail]
+    return lines
 
 
 def format_summary(outcomes: Sequence[Outcome]) -> str:
@@ -220,6 +251,8 @@ def outcome_json(outcome: Outcome) -> str:
         "time_scale": outcome.time_scale,
         "smoke": outcome.smoke,
         "proof_run": outcome.proof_run,
+        "submitted": outcome.submitted,
+        "agent_exit": outcome.agent_exit.model_dump(mode="json") if outcome.agent_exit else None,
     }
     return json.dumps(payload)
 

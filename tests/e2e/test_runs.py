@@ -116,7 +116,7 @@ def _readme_profile(**fields: object) -> str:
 
 
 # Longest first (measured walls in seconds, 2 at a time on 2 cores), so the pool's
-# slots finish close together: about 4 min for all nine in a full CI run.
+# slots finish close together: about 4.5 min for all ten in a full CI run.
 RUNS = {
     "reference": RunSpec("reference"),  # ~90
     "cli-agent": RunSpec(FAKE_CLI, prepare=_plug_in_fake_cli),  # ~90 (+1 s agents check)
@@ -126,6 +126,7 @@ RUNS = {
     "breaks-tests": RunSpec("scripted:break-tests"),  # ~45
     "no-page": RunSpec("noop", _without_page),  # ~35
     "noop": RunSpec("noop"),  # ~35
+    "gives-up": RunSpec("scripted:give-up"),  # ~35
     "kills-load": RunSpec("scripted:kill-load"),  # ~33
 }
 TEST_RUNS = {
@@ -136,6 +137,7 @@ TEST_RUNS = {
     "test_submission_breaking_the_tests_is_rejected": "breaks-tests",
     "test_noop_agent_fails": "noop",
     "test_agent_killing_the_load_does_not_pass": "kills-load",
+    "test_an_agent_that_gives_up_is_shown_with_its_exit_code_and_stderr": "gives-up",
     "test_alert_that_never_fires_aborts": "silent",
     "test_stage_that_cannot_work_ends_in_error": "no-page",
 }
@@ -188,6 +190,10 @@ def test_plugged_in_cli_agent_mitigates_and_reaches_no_secret(pool: RunPool) -> 
     assert all(seen == "reachable" for _, seen in endpoints), f"not relayed: {endpoints}"
     record_dir = Path(outcome["record"]).parent
     assert "reverting" in (record_dir / "rca.txt").read_text()
+    listed = [entry["path"] for entry in transcript["raw_json"]["files"]]
+    assert {"agent/output.log", "agent/stream.jsonl"} <= set(listed), listed
+    assert all((record_dir / path).is_file() for path in listed), "kept after the stack went"
+    assert (record_dir / "agent" / "agent-transcript.json").is_file()
     (fix,) = REPO.glob("use-cases/" + "/".join((*SCENARIO_PARTS, "solution", "fix.patch")))
     assert _changes(record["trajectory"]["diff"]) == _changes(fix.read_text()), "not the revert"
     assert_no_canary_reached(run, record_dir, said)
@@ -279,6 +285,28 @@ def test_noop_agent_fails(pool: RunPool) -> None:
     phases = ("stack", "arm", "trigger", "context", "run")
     missing = [t for t in phases if not record["timings"].get(t)]
     assert not missing, f"phase timings missing: {missing}: {record['timings']}"
+
+
+@pytest.mark.timeout(300)
+def test_an_agent_that_gives_up_is_shown_with_its_exit_code_and_stderr(pool: RunPool) -> None:
+    """An agent exiting 3 without submitting: the CLI's phase line and JSON outcome and
+    the record name exit code 3 and its last stderr lines, and its output log and stamped
+    stream are kept in `runs/<id>/agent/` after the stack is gone."""
+    run, outcome, record = finished(pool, "gives-up")
+    assert outcome["verdict"] == "failed", f"{outcome}\n{run.progress}"
+    assert run.exit_code == 1
+    assert "no submission (exited, exit code 3)" in run.progress, run.progress
+    last = "giving up: cannot reproduce the latency here"
+    assert outcome["agent_exit"]["exit_code"] == 3
+    assert outcome["agent_exit"]["stderr_tail"][-1] == last
+    ended = record["trajectory"]["agent_exit"]
+    assert (ended["exit_code"], ended["timeout"], ended["stderr_tail"][-1]) == (3, None, last)
+    kept = Path(outcome["record"]).parent / "agent"
+    assert last in (kept / "output.log").read_text()
+    streamed = [json.loads(line) for line in (kept / "stream.jsonl").read_text().splitlines()]
+    assert {"stream": "stderr", "text": last} in [
+        {key: line[key] for key in ("stream", "text")} for line in streamed
+    ]
 
 
 @pytest.mark.timeout(300)

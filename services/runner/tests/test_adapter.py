@@ -120,9 +120,13 @@ def added_lines(patch: Path) -> list[str]:
     return [line for line in lines if line.startswith("+") and not line.startswith("+++")]
 
 
-def read_transcript(ref: str) -> AgentTranscript:
-    """The agent-transcript file a submission points at."""
-    return AgentTranscript.model_validate_json(Path(ref).read_text())
+def read_transcript(submission: Submission) -> AgentTranscript:
+    """The agent-transcript file a submission points at (relative to the run's folder,
+    which holds the runner's agent folder)."""
+    assert submission.transcript_ref is not None
+    assert submission.agent_dir is not None
+    run_folder = Path(submission.agent_dir).parent
+    return AgentTranscript.model_validate_json((run_folder / submission.transcript_ref).read_text())
 
 
 def commits_since(workspace: Path, base: str) -> int:
@@ -294,7 +298,7 @@ async def test_a_cli_agent_profile_runs_sandboxed_and_submits(
     assert "+TTL = 60" in submission.diff.splitlines()
     assert "Edit file" not in json.dumps(submission.evidence)
     assert submission.transcript_ref is not None
-    header = read_transcript(submission.transcript_ref)
+    header = read_transcript(submission)
     assert (header.confinement, header.run_id, header.harness) == (
         "host-sandboxed",
         "run-cli",

@@ -7,6 +7,7 @@ every request it got.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import threading
@@ -81,7 +82,14 @@ class Replay:
 @pytest.fixture
 def replay() -> Iterator[Replay]:
     """A loopback OpenAI-compatible server answering with SCRIPT, in order."""
-    answers = iter(SCRIPT)
+    with _serve(SCRIPT) as state:
+        yield state
+
+
+@contextlib.contextmanager
+def _serve(script: list[dict[str, Any]]) -> Iterator[Replay]:
+    """The replay server answering with `script`, in order, then `done`."""
+    answers = iter(script)
     state = Replay(url="")
 
     class Handler(BaseHTTPRequestHandler):
@@ -251,3 +259,39 @@ def test_check_probes_the_endpoint(replay: Replay, tmp_path: Path) -> None:
     dead = check_profile(_profile("http://127.0.0.1:9/v1", "host-open"), settings)
     assert dead.readiness.state == "blocked"
     assert dead.readiness.owner == "operator"
+
+
+SHELL_SUBMIT = [
+    _reply(_call("s1", "shell", command="echo 'TTL = 60' > cache_settings.py && submit")),
+    _reply(content="Submitted from the shell; stopping."),
+]
+
+
+async def test_submit_from_the_shell_tool_counts_as_submitted(
+    project: Any, settings: RunnerSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`submit` run through the shell tool leaves the sentinel: the transcript header says
+    `submitted: true` and the session stops as submitted (the sentinel is the truth)."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with _serve(SHELL_SUBMIT) as server:
+        profile = _profile(server.url, "host-open")
+        context = ResolvedExecutionContext(
+            request_id="run-openai",
+            profile=profile,
+            readiness=OperationalReadiness(state="unverified"),
+            proof_run=True,
+        )
+        box = HostSandbox(
+            project.workspace, project.workspace.parent / "agent", settings, kind="host-open"
+        )
+        rein = OpenAIRein(profile, "# Checkout is slow\n", run_id="run-openai")
+        run = await drive(context, rein, box, Budgets(60, 30, 30))
+        assert run.ok, run.result.evidence
+        assert len(server.requests) == 1, "it stops once the sentinel is there"
+    assert read_sentinel(project.workspace) is not None
+    assert run.dispatch is not None
+    assert run.dispatch.stop_reason == "submitted"
+    transcript = json.loads((box.root / "agent-transcript.json").read_text())
+    assert transcript["submitted"] is True
+    listed = [entry["path"] for entry in transcript["raw_json"]["files"]]
+    assert "agent/model-calls.jsonl" in listed

@@ -129,7 +129,8 @@ def _post(url: str, headers: dict[str, str], document: Any = None) -> tuple[int,
 def test_the_proxy_swaps_the_session_token_for_the_real_key_and_logs_usage(
     upstream: Upstream, tmp_path: Path
 ) -> None:
-    """OpenAI flavour: Bearer token in, real key out, JSON relayed, tokens logged."""
+    """OpenAI flavour: Bearer token in, real key out, JSON relayed, tokens logged (and the
+    refused call with a wrong token logged as such)."""
     proxy = ModelProxy("openai", f"{upstream.url}/v1", KEY, tmp_path / "calls.jsonl")
     base = proxy.start()
     try:
@@ -141,9 +142,11 @@ def test_the_proxy_swaps_the_session_token_for_the_real_key_and_logs_usage(
     assert [seen["authorization"] for seen in upstream.seen] == [f"Bearer {KEY}"]
     calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
     assert [(c["status"], c["model"], c["path"]) for c in calls] == [
-        (200, "m-1", "/v1/chat/completions")
+        (401, "m-1", "/v1/chat/completions"),
+        (200, "m-1", "/v1/chat/completions"),
     ]
-    assert calls[0]["usage"] == CHAT["usage"]
+    assert calls[0]["credential"] == ["authorization"]
+    assert calls[1]["usage"] == CHAT["usage"]
     assert KEY not in (tmp_path / "calls.jsonl").read_text()
 
 
@@ -392,8 +395,10 @@ async def test_every_preset_reaches_its_model_through_the_proxy_by_default(
     out = box.log_path.read_text()
     assert run.ok, (run.result.evidence, out)
     assert ("direct-unreachable" in out) == confined  # in bubblewrap, only the proxy
-    assert "key=sk-proxy-" in out  # the dummy token, never the key
-    assert "REDACTED" not in out  # nothing had to be scrubbed: the agent never saw the key
+    assert "key=[REDACTED:MODEL_PROXY_TOKEN]" in out  # the dummy token (kept redacted)
+    assert "key=sk-proxy-" not in out
+    route = profile.credential_routes[0]
+    assert f"[REDACTED:{route}]" not in out  # nothing to scrub: the agent never saw the key
     assert [seen[auth[0]] for seen in upstream.seen] == [auth[1]]
     if preset == "codex":
         assert 'openai_base_url = "http://127.0.0.1:' in out

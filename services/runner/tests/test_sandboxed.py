@@ -246,7 +246,7 @@ async def test_a_cli_agent_runs_through_the_command_rein_inside_bubblewrap(
     )
     assert transcript.submitted
     assert isinstance(transcript.raw_json, dict)
-    assert transcript.raw_json["redactions"] == 1
+    assert transcript.raw_json["redactions"] == 2  # the same line in output.log and stream.jsonl
     for kept in (sandbox.log_path, sandbox.transcript_path, sandbox.root / TRANSCRIPT_FILE):
         assert "tok-routed-value" not in kept.read_text(), kept
 
@@ -293,5 +293,5 @@ def test_native_collection_never_follows_the_agents_symlinks(tmp_path: Path) -> 
     (home / ".claude").mkdir()
     (home / ".claude" / "projects").symlink_to(tmp_path)
     (tmp_path / "x.jsonl").write_text("host file\n")
-    assert collect_native("mini-swe-agent", home, tmp_path / "out", {}) == ([], 0)
-    assert collect_native("claude-code", home, tmp_path / "out", {}) == ([], 0)
+    assert collect_native("mini-swe-agent", home, tmp_path / "out", {}) == []
+    assert collect_native("claude-code", home, tmp_path / "out", {}) == []

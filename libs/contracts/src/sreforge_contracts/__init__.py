@@ -120,11 +120,18 @@ from sreforge_contracts._subjects import (
     run_events_filter,
     run_events_of_type,
 )
-from sreforge_contracts._submission import SUBMISSION_DIR, Submission
+from sreforge_contracts._submission import (
+    AGENT_DIR,
+    MAX_STDERR_LINES,
+    SUBMISSION_DIR,
+    AgentExit,
+    Submission,
+)
 from sreforge_contracts._transcript import AgentTranscript, AgentTranscriptHeader, Confinement
 from sreforge_contracts._trigger import Trigger, TriggerSignal, TriggerStatus
 
 __all__ = [
+    "AGENT_DIR",
     "CONTRACT_VERSION",
     "DEADLETTER_PREFIX",
     "DIAGNOSIS_WEIGHTS",
@@ -132,6 +139,7 @@ __all__ = [
     "HARNESS_CONTRACT_VERSION",
     "MAX_JSON_DEPTH",
     "MAX_MESSAGE_BYTES",
+    "MAX_STDERR_LINES",
     "RECORD_VERSION",
     "RUNS_BUCKET",
     "RUN_EVENTS_SUBJECTS",
@@ -147,6 +155,7 @@ __all__ = [
     "TRIGGER_RESOLVED_SUBJECT",
     "TRIGGER_SUBJECTS",
     "AgentContext",
+    "AgentExit",
     "AgentTranscript",
     "AgentTranscriptHeader",
     "AlertState",

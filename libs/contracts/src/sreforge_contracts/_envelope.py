@@ -10,7 +10,8 @@ from sreforge_contracts._base import Contract
 
 __all__ = ["CONTRACT_VERSION", "Event", "utcnow"]
 
-CONTRACT_VERSION = "1.0"
+CONTRACT_VERSION = "1.1"
+"""1.1: `Submission.agent_dir`, `agent_files`, `agent_exit` (additive)."""
 
 
 def utcnow() -> datetime:

@@ -23,6 +23,7 @@ from sreforge_contracts._errors import ContractError
 from sreforge_contracts._ids import RunId, ScenarioId
 from sreforge_contracts._prune import LENIENT, prune_when_lenient
 from sreforge_contracts._record import OracleScore, SliSample, Verdict
+from sreforge_contracts._submission import AgentExit
 from sreforge_contracts._transcript import AgentTranscript, AgentTranscriptHeader
 from sreforge_contracts._trigger import Trigger
 
@@ -38,7 +39,8 @@ __all__ = [
     "parse_run_record",
 ]
 
-RECORD_VERSION = "1.0.0"
+RECORD_VERSION = "1.1.0"
+"""1.1.0: `trajectory.agent_exit` (how the agent's session ended)."""
 
 
 def _transcript_kind(value: Any) -> str:
@@ -58,13 +60,22 @@ RecordedTranscript = Annotated[
 
 
 class Trajectory(Contract):
-    """What the agent produced; `transcript` is the engine runner's log (pruned away)."""
+    """What the agent produced; `transcript` is the engine runner's log (pruned away);
+    `agent_exit` how its session ended (the pruned copy keeps no stderr lines)."""
 
     agent_name: str
     diff: str
     submitted: bool
     duration_ms: float = Field(ge=0)
     transcript: str | None = None
+    agent_exit: AgentExit | None = None
+
+    def pruned(self) -> Trajectory:
+        """The committable copy: no runner log, no stderr lines of the agent."""
+        agent_exit = self.agent_exit
+        if agent_exit is not None:
+            agent_exit = agent_exit.model_copy(update={"stderr_tail": ()})
+        return self.model_copy(update={"transcript": None, "agent_exit": agent_exit})
 
 
 class CiTestSet(Contract):
@@ -188,13 +199,14 @@ class RunRecord(Contract):
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
     def pruned(self) -> RunRecord:
-        """The committable copy: no runner log, no raw agent payload, sha of the full one."""
+        """The committable copy: no runner log, no raw agent payload or stderr lines, and
+        the sha of the full one."""
         header = self.agent_transcript
         if isinstance(header, AgentTranscript):
             header = header.header()
         return self.model_copy(
             update={
-                "trajectory": self.trajectory.model_copy(update={"transcript": None}),
+                "trajectory": self.trajectory.pruned(),
                 "agent_transcript": header,
                 "full_record_sha256": self.sha256(),
             }

@@ -1,9 +1,11 @@
 """The bus wiring of the recorder: one durable consumer on every run event.
 
 Each event is logged to `runs/<run_id>/events.jsonl` (once per event id). The
-first terminal event (Scored, RunFailed, RunRejected) writes the record, banks
-it and publishes `Recorded`; the KV key `recorded.<run_id>` then marks the run
-as announced, so redelivered or duplicated terminal events change nothing.
+first terminal event (Scored, RunFailed, RunRejected) copies the agent's kept
+files into `runs/<run_id>/agent/`, writes the record, banks it and publishes
+`Recorded` (the deployer's cleanup, which removes the stack's copy, waits for it);
+the KV key `recorded.<run_id>` then marks the run as announced, so redelivered or
+duplicated terminal events change nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from pathlib import Path
 
 import structlog
 from sreforge_bus import ConsumerSpec, Context, Route, Service, misplaced, read_stored
@@ -27,7 +30,12 @@ from sreforge_contracts import (
     utcnow,
 )
 
-from sreforge_recorder._assemble import assemble_record, is_terminal, submission_of
+from sreforge_recorder._assemble import (
+    assemble_record,
+    is_terminal,
+    submission_of,
+    with_kept_files,
+)
 from sreforge_recorder._settings import RecorderSettings
 from sreforge_recorder._store import (
     RecordBank,
@@ -110,7 +118,10 @@ class Recorder:
         """Assemble the record from the logged events and write it with its artifacts."""
         events = folder.events()
         submission = submission_of(events)
+        kept = self._keep_agent_files(folder, submission, log)
         transcript = self._agent_transcript(folder, submission, log)
+        if transcript is not None and kept is not None:
+            transcript = with_kept_files(transcript, kept)
         record = assemble_record(
             events,
             recorded_at=utcnow(),
@@ -128,6 +139,19 @@ class Recorder:
         written = folder.read_record()  # another handler won the race: its record stands
         assert written is not None, "write_record saw a record, so one exists"
         return written
+
+    def _keep_agent_files(
+        self, folder: RunFolder, submission: Submission | None, log: Log
+    ) -> list[str] | None:
+        """Copy the agent's kept files into `runs/<id>/agent/` while the stack still
+        holds them (its cleanup waits for `Recorded`); None when the runner named none."""
+        if submission is None or submission.agent_dir is None:
+            return None
+        source = Path(submission.agent_dir)
+        copied, refused = folder.keep_agent_files(source, submission.agent_files)
+        if refused:
+            log.warning("agent files not kept", run_id=folder.run_id, refused=refused[:20])
+        return copied
 
     def _agent_transcript(
         self, folder: RunFolder, submission: Submission | None, log: Log

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from sreforge_contracts import (
+    AGENT_DIR,
     SCENARIO_ID_PATTERN,
     AgentTranscript,
     BriefReady,
@@ -44,6 +45,7 @@ __all__ = [
     "is_terminal",
     "run_events_until_end",
     "submission_of",
+    "with_kept_files",
 ]
 
 TERMINAL_TYPES = frozenset({"Scored", "RunFailed", "RunRejected"})
@@ -191,6 +193,7 @@ def _trajectory(events: Sequence[Event], transcript: str) -> Trajectory:
             submitted=submission.submitted,
             duration_ms=submission.duration_ms,
             transcript=transcript,
+            agent_exit=submission.agent_exit,
         )
     requested = _first(events, RunRequested)
     agent = requested.agent if requested else "unknown"
@@ -219,3 +222,18 @@ def submission_of(events: Sequence[LoggedEvent]) -> Submission | None:
     """The run's submission (from its first Submitted before the end), if the agent got that far."""
     submitted = _first([logged.event for logged in run_events_until_end(events)], Submitted)
     return submitted.submission if submitted else None
+
+
+def with_kept_files(transcript: AgentTranscript, kept: Sequence[str]) -> AgentTranscript:
+    """The transcript listing only the files that were kept in the run's folder
+    (`raw_json.files` paths are relative to it; `kept` to its `agent/`)."""
+    raw = transcript.raw_json
+    files = raw.get("files") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict) or not isinstance(files, list):
+        return transcript
+    present = {f"{AGENT_DIR}/{name}" for name in kept}
+    listed = [f for f in files if isinstance(f, dict) and f.get("path") in present]
+    if len(listed) == len(files):
+        return transcript
+    gone = len(files) - len(listed)
+    return transcript.model_copy(update={"raw_json": {**raw, "files": listed, "files_lost": gone}})

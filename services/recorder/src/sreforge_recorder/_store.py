@@ -2,9 +2,10 @@
 
 `runs/<run_id>/` holds `events.jsonl` (every event once, in stream order),
 `transcript.txt`, and from the run's end `record.json` (schema-checked, written
-atomically and only once), `diff.patch`, `agent-transcript.json`, `rca.txt` and
-`banking.json`. The bank holds pruned records under the use-cases tree and full
-records in a content-addressed store.
+atomically and only once), `diff.patch`, `agent-transcript.json`, `rca.txt`,
+`banking.json` and `agent/` (the agent's kept files, copied from the runner's
+agent folder before the stack's cleanup removes it). The bank holds pruned
+records under the use-cases tree and full records in a content-addressed store.
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+import shutil
+import stat
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 from sreforge_contracts import (
+    AGENT_DIR,
     AgentTranscript,
     ContractError,
     RunRecord,
@@ -35,7 +39,18 @@ from sreforge_recorder._banking import Banking, bank_refusal
 from sreforge_recorder._errors import EventLogError, RecorderError, RecordInvalid
 from sreforge_recorder._transcript import LoggedEvent, render_transcript
 
-__all__ = ["RecordBank", "RecordSchema", "RunArtifacts", "RunFolder", "read_agent_transcript"]
+__all__ = [
+    "MAX_AGENT_FILE_BYTES",
+    "RecordBank",
+    "RecordSchema",
+    "RunArtifacts",
+    "RunFolder",
+    "read_agent_transcript",
+]
+
+MAX_AGENT_FILE_BYTES = 64_000_000
+"""A kept agent file larger than this is not copied (the runner caps its files below it)."""
+_MAX_AGENT_FILES = 1000
 
 
 class RecordSchema:
@@ -136,6 +151,26 @@ class RunFolder:
             self._write_artifacts(artifacts)
             return _create_once(self.record_path, record.canonical_json())
 
+    def keep_agent_files(self, source: Path, names: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Copy the runner's kept agent files `names` (relative to `source`) into
+        `agent/`; return the names copied and, for the others, why not.
+
+        Only plain relative paths to regular files inside `source` are copied (no
+        symlink, nothing over `MAX_AGENT_FILE_BYTES`).
+        """
+        copied: list[str] = []
+        refused: list[str] = []
+        with self._locked():
+            for name in names[:_MAX_AGENT_FILES]:
+                problem = _copy_kept(source, name, self.path / AGENT_DIR)
+                if problem is None:
+                    copied.append(name)
+                else:
+                    refused.append(f"{name[:200]}: {problem}")
+        if len(names) > _MAX_AGENT_FILES:
+            refused.append(f"{len(names) - _MAX_AGENT_FILES} more files: over {_MAX_AGENT_FILES}")
+        return copied, refused
+
     def write_banking(self, banking: Banking) -> Path:
         """Write `banking.json` (what banking did with the record, or why it refused)."""
         path = self.path / "banking.json"
@@ -230,6 +265,35 @@ def read_agent_transcript(ref: str, base: Path) -> AgentTranscript:
         raise ContractError(f"{path}: cannot read agent transcript: {error}") from None
     except ValidationError as error:
         raise ContractError.from_validation(error, str(path)) from None
+
+
+def _copy_kept(source: Path, name: str, into: Path) -> str | None:
+    """Copy `source/name` to `into/name`; None when copied, else why not."""
+    relative = PurePosixPath(name)
+    if relative.is_absolute() or not relative.parts or {"..", "."} & set(relative.parts):
+        return "not a plain relative path"
+    if "\\" in name or "\x00" in name:
+        return "not a plain relative path"
+    path = source.joinpath(*relative.parts)
+    try:
+        found = path.lstat()
+        inside = path.resolve(strict=True).is_relative_to(source.resolve(strict=True))
+    except OSError as error:
+        return f"cannot read it: {error.strerror or error}"
+    if not stat.S_ISREG(found.st_mode) or not inside:
+        return "not a regular file inside the agent folder"
+    if found.st_size > MAX_AGENT_FILE_BYTES:
+        return f"{found.st_size} bytes, over {MAX_AGENT_FILE_BYTES}"
+    target = into.joinpath(*relative.parts)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        shutil.copyfile(path, temporary, follow_symlinks=False)
+        os.replace(temporary, target)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        return f"cannot copy it: {error.strerror or error}"
+    return None
 
 
 def _event_line(logged: LoggedEvent) -> str:

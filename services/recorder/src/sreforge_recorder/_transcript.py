@@ -103,12 +103,15 @@ def _pairs(**fields: object) -> str:
 
 def _submission_summary(event: Submitted) -> str:
     submission = event.submission
+    ended = submission.agent_exit
     return _pairs(
         agent=submission.agent_name,
         submitted=submission.submitted,
         diff_lines=len(submission.diff.splitlines()),
         rca="yes" if submission.rca else "no",
         stop_reason=submission.stop_reason,
+        exit=ended.exit_code if ended else None,
+        timeout=ended.timeout if ended else None,
     )
 
 

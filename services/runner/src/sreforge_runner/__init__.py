@@ -24,10 +24,10 @@ from sreforge_runner._errors import (
 )
 from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
 from sreforge_runner._handoff import RunnerHandler, claim_key
-from sreforge_runner._native import NATIVE_DIR, NATIVE_GLOBS, collect_native
+from sreforge_runner._kept import KeptFile, kept_files, seal_logs
 from sreforge_runner._openai_rein import MODEL_CALLS_FILE, TOOLS, OpenAIRein
 from sreforge_runner._process import Budgets, ProcessOutcome, kill_group, run_in_group
-from sreforge_runner._proxy import ModelProxy, ProxyFlavor, usage_of
+from sreforge_runner._proxy import PROXY_TOKEN_NAME, ModelProxy, ProxyFlavor, usage_of
 from sreforge_runner._readiness import (
     ProbeCheck,
     ProbeRecord,
@@ -46,6 +46,7 @@ from sreforge_runner._reins import (
 )
 from sreforge_runner._remote import RemoteSandbox
 from sreforge_runner._sandbox import CONFINEMENT, HostSandbox
+from sreforge_runner._sessions import NATIVE_DIR, SESSION_FILES, collect_native
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import (
     RCA_FILE,
@@ -69,11 +70,12 @@ __all__ = [
     "CONSUMER",
     "MODEL_CALLS_FILE",
     "NATIVE_DIR",
-    "NATIVE_GLOBS",
+    "PROXY_TOKEN_NAME",
     "RCA_FILE",
     "SENTINEL_DIR",
     "SENTINEL_FILE",
     "SERVICE",
+    "SESSION_FILES",
     "SESSION_MARKER",
     "SUBMIT_ON_EXIT",
     "TOOLS",
@@ -86,6 +88,7 @@ __all__ = [
     "Dispatch",
     "GatewayRun",
     "HostSandbox",
+    "KeptFile",
     "ModelProxy",
     "NoopRein",
     "OpenAIRein",
@@ -115,6 +118,7 @@ __all__ = [
     "find_profile",
     "head_commit",
     "install_submit",
+    "kept_files",
     "kill_group",
     "load_catalog",
     "load_profile",
@@ -128,6 +132,7 @@ __all__ = [
     "run_in_group",
     "script_rein",
     "scrub_file",
+    "seal_logs",
     "stored_probe",
     "usage_of",
     "workspace_diff",

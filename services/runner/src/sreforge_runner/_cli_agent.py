@@ -25,19 +25,15 @@ from sreforge_contracts import HarnessProfile
 
 from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._errors import ProfileError, SessionError
-from sreforge_runner._native import NATIVE_DIR, collect_native, mini_swe_submitted
+from sreforge_runner._kept import NATIVE_DIR, seal_logs
 from sreforge_runner._presets import PRESET_ENV, ProxyPlan, proxy_plan
 from sreforge_runner._pricing import profile_price
 from sreforge_runner._process import Budgets
 from sreforge_runner._proxy import ModelProxy
 from sreforge_runner._reins import Dispatch
+from sreforge_runner._sessions import collect_native, mini_swe_submitted
 from sreforge_runner._submit import SENTINEL_DIR, SENTINEL_FILE
-from sreforge_runner._transcript import (
-    MODEL_CALLS_LOG,
-    route_secrets,
-    scrub_file,
-    write_transcript,
-)
+from sreforge_runner._transcript import MODEL_CALLS_LOG, route_secrets, write_transcript
 
 __all__ = ["SUBMIT_ON_EXIT", "CliAgentRein", "build_prompt"]
 
@@ -127,6 +123,7 @@ class CliAgentRein:
             upstream=plan.upstream,
             key=key,
             log_path=sandbox.root / MODEL_CALLS_LOG,
+            key_name=model_route[0] if model_route else "MODEL_KEY",
         )
         base_url = self._proxy.start()
         sandbox.allow_endpoint(base_url)
@@ -149,17 +146,21 @@ class CliAgentRein:
         return Dispatch.of(outcome, started)
 
     async def end_session(self, sandbox: AgentSandbox) -> None:
-        """Exit-is-submit presets get their sentinel; logs are scrubbed; the transcript
-        (`agent-transcript.json`) is written."""
+        """Exit-is-submit presets get their sentinel; the native session files are copied
+        and the logs sealed (capped, every secret and the proxy token redacted); the
+        transcript (`agent-transcript.json`) is written, listing what was kept."""
         sentinel = sandbox.workspace / SENTINEL_DIR / SENTINEL_FILE
         if self._exit_is_submit(sandbox) and not sentinel.exists():
             sentinel.parent.mkdir(exist_ok=True)
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             sentinel.write_text(f'{{"submitted_at": "{stamp}", "rca": false}}\n')
         secrets = route_secrets(self.profile.credential_routes)
+        if self._proxy is not None:
+            secrets.update(self._proxy.secrets())
         command = self.profile.command
         preset = command.preset if command else ""
-        native, _ = collect_native(preset, sandbox.home, sandbox.root / NATIVE_DIR, secrets)
+        native = collect_native(preset, sandbox.home, sandbox.root / NATIVE_DIR, secrets)
+        kept = [*seal_logs(sandbox.root, secrets), *native]
         write_transcript(
             sandbox.root,
             run_id=self.run_id,
@@ -169,12 +170,11 @@ class CliAgentRein:
             confinement=sandbox.confinement,
             submitted=sentinel.exists(),
             secrets=secrets,
-            native_files=tuple(native),
+            native_files=tuple(found.name.removeprefix(f"{NATIVE_DIR}/") for found in native),
             provider=self._proxy.flavor if self._proxy else None,
             profile_metadata=self.profile.metadata,
+            files=[found.as_json() for found in kept],
         )
-        for path in (sandbox.log_path, sandbox.transcript_path, sandbox.root / MODEL_CALLS_LOG):
-            scrub_file(path, secrets)
 
     def _exit_is_submit(self, sandbox: AgentSandbox) -> bool:
         command = self.profile.command

@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import JsonValue
 from sreforge_bus import Context
 from sreforge_contracts import (
+    AGENT_DIR,
     AnyEvent,
     BriefReady,
     ContractError,
@@ -37,11 +38,13 @@ from sreforge_contracts import (
 )
 
 from sreforge_runner._agent_sandbox import AgentSandbox
+from sreforge_runner._catalog import find_profile
 from sreforge_runner._cli_agent import CliAgentRein
 from sreforge_runner._diff import head_commit, workspace_diff
-from sreforge_runner._errors import ProfileRefused, RunnerError
+from sreforge_runner._errors import ProfileError, ProfileRefused, RunnerError
 from sreforge_runner._fit import fit_submitted
 from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
+from sreforge_runner._kept import agent_exit, kept_files, seal_logs
 from sreforge_runner._openai_rein import OpenAIRein
 from sreforge_runner._process import Budgets
 from sreforge_runner._reins import Rein, resolve_rein
@@ -49,7 +52,7 @@ from sreforge_runner._remote import RemoteSandbox
 from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import read_sentinel
-from sreforge_runner._transcript import TRANSCRIPT_FILE
+from sreforge_runner._transcript import TRANSCRIPT_FILE, route_secrets
 
 __all__ = ["PRODUCER", "RunnerHandler", "claim_key"]
 
@@ -139,8 +142,9 @@ class RunnerHandler:
             sandbox.root.mkdir(parents=True, exist_ok=True)
             context.log.info("agent.start", run_id=event.run_id, agent=state.agent, base=base)
             result = await drive(resolved, rein, sandbox, budgets)
+            secrets = route_secrets(profile.credential_routes)
             outcome = await asyncio.to_thread(
-                _outcome, event.run_id, state.agent, sandbox, base, result
+                _outcome, event.run_id, state.agent, sandbox, base, result, secrets
             )
             # Saved before publishing: a redelivery republishes this instead of re-running.
             (sandbox.root / _OUTCOME).write_text(outcome.model_dump_json())
@@ -164,7 +168,8 @@ class RunnerHandler:
         agent = str(record.get("agent", "unknown"))
         base = str(record.get("base_commit") or "HEAD")
         context.log.warning("agent.interrupted", run_id=event.run_id, agent=agent)
-        return await asyncio.to_thread(_outcome, event.run_id, agent, sandbox, base, None)
+        secrets = _route_secrets_of(sandbox.settings, agent)
+        return await asyncio.to_thread(_outcome, event.run_id, agent, sandbox, base, None, secrets)
 
 
 def _rein(
@@ -182,34 +187,62 @@ def _rein(
     return resolve_rein(state.agent, state.labels, scenario, settings)
 
 
+def _route_secrets_of(settings: RunnerSettings, agent: str) -> dict[str, str]:
+    """The credential values of the agent's profile, when it is still in the catalog."""
+    try:
+        return route_secrets(find_profile(settings.agents_dir, agent).credential_routes)
+    except ProfileError:
+        return {}
+
+
 def _outcome(
-    run_id: str, agent: str, sandbox: AgentSandbox, base: str, result: GatewayRun | None
+    run_id: str,
+    agent: str,
+    sandbox: AgentSandbox,
+    base: str,
+    result: GatewayRun | None,
+    secrets: dict[str, str],
 ) -> Submitted | RunFailed:
     if result is not None and result.dispatch is None:
         primary = result.primary
         where = f"{primary.stage}: {primary.error}" if primary else "no dispatch"
         return _failed(run_id, f"agent {agent}: the gateway failed at {where}")
     try:
-        submission = _collect(agent, sandbox, base, result)
+        submission = _collect(agent, sandbox, base, result, secrets)
     except RunnerError as error:
         return _failed(run_id, f"agent {agent}: {error}")
     return fit_submitted(Submitted(run_id=run_id, producer=PRODUCER, submission=submission))
 
 
-def _collect(agent: str, sandbox: AgentSandbox, base: str, result: GatewayRun | None) -> Submission:
+def _collect(
+    agent: str,
+    sandbox: AgentSandbox,
+    base: str,
+    result: GatewayRun | None,
+    secrets: dict[str, str],
+) -> Submission:
     sentinel = read_sentinel(sandbox.workspace, sandbox.settings.max_rca_bytes)
     dispatch = result.dispatch if result else None
     evidence = _published(result) if result else {"rein": agent, "interrupted": True}
-    transcript = sandbox.root / TRANSCRIPT_FILE
+    seal_logs(sandbox.root, secrets)  # again for reins that seal nothing (built-ins, interrupted)
+    kept = kept_files(sandbox.root)
+    ended = agent_exit(
+        sandbox.transcript_path,
+        dispatch.exit_code if dispatch else None,
+        dispatch.timeout if dispatch else None,
+    )
     return Submission(
         agent_name=agent,
-        transcript_ref=str(transcript.resolve()) if transcript.is_file() else None,
+        transcript_ref=f"{AGENT_DIR}/{TRANSCRIPT_FILE}" if TRANSCRIPT_FILE in kept else None,
         diff=workspace_diff(sandbox.workspace, base),
         submitted=sentinel is not None,
         rca=sentinel.rca if sentinel else None,
         duration_ms=dispatch.duration_ms if dispatch else 0.0,
         stop_reason=dispatch.stop_reason if dispatch else "interrupted",
         evidence={**evidence, "base_commit": base},
+        agent_dir=str(sandbox.root.resolve()),
+        agent_files=kept,
+        agent_exit=ended,
     )
 
 
@@ -222,7 +255,7 @@ async def _run_state(context: Context, run_id: str) -> RunState:
 
 def _agent_dir(state: RunState, workspace: Path) -> Path:
     run_dir = Path(state.stack.run_dir) if state.stack else workspace.parent
-    return run_dir / "agent"
+    return run_dir / AGENT_DIR
 
 
 def _published(result: GatewayRun) -> dict[str, JsonValue]:

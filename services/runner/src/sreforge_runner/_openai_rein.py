@@ -28,8 +28,10 @@ from sreforge_contracts import HarnessProfile, TimeoutKind
 from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._cli_agent import build_prompt
 from sreforge_runner._errors import ProfileError, SessionError
+from sreforge_runner._kept import seal_logs
 from sreforge_runner._process import Budgets
 from sreforge_runner._reins import Dispatch
+from sreforge_runner._submit import SENTINEL_DIR, SENTINEL_FILE
 from sreforge_runner._transcript import route_secrets, write_transcript
 
 __all__ = ["MODEL_CALLS_FILE", "TOOLS", "OpenAIRein"]
@@ -126,7 +128,10 @@ class OpenAIRein:
         )
 
     async def end_session(self, sandbox: AgentSandbox) -> None:
-        """Write the transcript (the tools' stamped output; the model calls are counted)."""
+        """Seal the logs and write the transcript (the tools' stamped output; the model
+        calls are counted); `submitted` is the sentinel's, whichever tool ran `submit`."""
+        secrets = route_secrets(self.profile.credential_routes)
+        kept = seal_logs(sandbox.root, secrets)
         write_transcript(
             sandbox.root,
             run_id=self.run_id,
@@ -134,9 +139,10 @@ class OpenAIRein:
             model=self.profile.model,
             session=f"openai-{self.run_id}",
             confinement=sandbox.confinement,
-            submitted=self._submitted,
-            secrets=route_secrets(self.profile.credential_routes),
+            submitted=_sentinel(sandbox).exists(),
+            secrets=secrets,
             profile_metadata=self.profile.metadata,
+            files=[found.as_json() for found in kept],
         )
 
     async def cleanup_session(self, sandbox: AgentSandbox) -> None:
@@ -158,7 +164,8 @@ class OpenAIRein:
                 self._messages.append(
                     {"role": "tool", "tool_call_id": call.get("id", ""), "content": result}
                 )
-            if self._submitted:
+            if self._submitted or _sentinel(sandbox).exists():  # `submit` from the shell too
+                self._submitted = True
                 return "submitted"
         return "max_steps"
 
@@ -265,6 +272,10 @@ class OpenAIRein:
         outcome = await sandbox.run(argv, seconds)
         self._submitted = outcome.exit_code == 0
         return "Submitted." if self._submitted else f"submit failed ({outcome.exit_code})"
+
+
+def _sentinel(sandbox: AgentSandbox) -> Path:
+    return sandbox.workspace / SENTINEL_DIR / SENTINEL_FILE
 
 
 def _within(

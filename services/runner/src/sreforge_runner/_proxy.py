@@ -6,7 +6,12 @@ proxy checks that token, forwards the call to the upstream with the real key
 (the profile's first credential route), streams the answer back unchanged (SSE
 included), and logs every call to `model-calls.jsonl`: time, method, path,
 model, status, latency, sizes, token usage (raw and as tokens in/out), and the
-request and response bodies capped (never a key). Flavors: `openai` (Bearer),
+request and response bodies capped (64 KB each, and 24 MB over the session: later
+calls are logged without bodies, `bodies_dropped` says so). Refused calls are
+logged too, with their status and `error`: a wrong or missing token (401, with
+`credential` naming the headers the call carried, never their values), an upgrade
+(501), an unreachable upstream (502). The key and the token are replaced by
+`[REDACTED:<NAME>]` in every line before it is written. Flavors: `openai` (Bearer),
 `anthropic` (`x-api-key`) and `gemini` (`x-goog-api-key`; a `?key=` in the URL
 is accepted from the agent and never forwarded or logged). It listens on
 loopback only; the token stops other local processes using it. WebSocket
@@ -29,11 +34,17 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from sreforge_runner._pricing import tokens_of
+from sreforge_runner._transcript import redact
 
-__all__ = ["ModelProxy", "ProxyFlavor", "usage_of"]
+__all__ = ["PROXY_TOKEN_NAME", "ModelProxy", "ProxyFlavor", "usage_of"]
 
 ProxyFlavor = Literal["openai", "anthropic", "gemini"]
 _BODY_CAP = 65_536
+_BODY_BUDGET = 24_000_000
+_REFUSED_BODY_CAP = 1_048_576  # what a refused call may send before its answer
+PROXY_TOKEN_NAME = "MODEL_PROXY_TOKEN"
+"""How the proxy's token reads where it was redacted."""
+_CREDENTIAL_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
 _SCAN_CAP = 16 * 1024 * 1024  # a non-streamed answer is parsed for usage up to this size
 _UPSTREAM_TIMEOUT_S = 600.0
 _DROP = {
@@ -59,8 +70,11 @@ class ModelProxy:
     upstream: str
     key: str | None
     log_path: Path
+    key_name: str = "MODEL_KEY"
+    """The key's variable name, as it reads where it was redacted."""
     token: str = field(default_factory=lambda: f"sk-proxy-{secrets.token_hex(16)}")
     calls: int = field(default=0, init=False)
+    body_bytes: int = field(default=0, init=False)
     _server: ThreadingHTTPServer | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -106,13 +120,26 @@ class ModelProxy:
                 out["Authorization"] = f"Bearer {self.key}"
         return out
 
+    def secrets(self) -> dict[str, str]:
+        """The values never to be written anywhere: the token and the real key."""
+        found = {PROXY_TOKEN_NAME: self.token}
+        if self.key:
+            found[self.key_name] = self.key
+        return found
+
     def log(self, entry: dict[str, Any]) -> None:
-        """Append one call to the log (thread-safe)."""
+        """Append one call to the log (thread-safe), redacted, bodies within the budget."""
         with self._lock:
             self.calls += 1
             entry["call"] = self.calls
+            bodies = len(entry.get("request") or "") + len(entry.get("response") or "")
+            if self.body_bytes + bodies > _BODY_BUDGET:
+                entry.update(request=None, response=None, bodies_dropped="over the log's budget")
+            else:
+                self.body_bytes += bodies
+            line, _ = redact(json.dumps(entry), self.secrets())
             with self.log_path.open("a") as log:
-                log.write(json.dumps(entry) + "\n")
+                log.write(line + "\n")
 
 
 class _Relay(BaseHTTPRequestHandler):
@@ -131,17 +158,25 @@ class _Relay(BaseHTTPRequestHandler):
     def _relay(self) -> None:
         proxy = self.owner
         path, query_key = _without_key(self.path)
+        started = time.monotonic()
         if not proxy.authorised(self.headers, query_key):
-            self.send_error(401, "not this session's proxy token")
+            body = self._body(_REFUSED_BODY_CAP)
+            error = "not this session's proxy token"
+            self.send_error(401, error)
+            entry = _entry(self, path, body, 401, UsageMeter(), started, error=error)
+            entry["credential"] = _credentials(self.headers, query_key)
+            proxy.log(entry)
             return
         body = self._body()
-        started = time.monotonic()
         if "websocket" in self.headers.get("Upgrade", "").lower():
-            self.send_error(501, "the model proxy relays plain HTTP only (no upgrade)")
-            proxy.log(_entry(self, path, body, 501, UsageMeter(), started))
+            error = "the model proxy relays plain HTTP only (no upgrade)"
+            self.send_error(501, error)
+            proxy.log(_entry(self, path, body, 501, UsageMeter(), started, error=error))
             return
         target = urlsplit(proxy.upstream)
         connection = _connect(target.scheme, target.netloc)
+        answer: http.client.HTTPResponse | None = None
+        failed: str | None = None
         try:
             connection.request(
                 self.command, path, body=body, headers=proxy.upstream_headers(self.headers)
@@ -154,19 +189,26 @@ class _Relay(BaseHTTPRequestHandler):
             self.end_headers()
             meter = self._stream(answer)
         except (OSError, http.client.HTTPException) as error:
-            self.send_error(502, f"upstream {target.netloc}: {type(error).__name__}")
-            meter, answer = UsageMeter(), None
+            failed = f"upstream {target.netloc}: {type(error).__name__}"
+            if answer is None:
+                self.send_error(502, failed)
+            meter, status = UsageMeter(), 502 if answer is None else answer.status
+        else:
+            status = answer.status
         finally:
             connection.close()
-        proxy.log(_entry(self, path, body, answer.status if answer else 502, meter, started))
+        proxy.log(_entry(self, path, body, status, meter, started, error=failed))
 
-    def _body(self) -> bytes:
+    def _body(self, cap: int | None = None) -> bytes:
         if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():
-            return self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+            length = max(int(self.headers.get("Content-Length", "0") or 0), 0)
+            return self.rfile.read(length if cap is None else min(length, cap))
         body = bytearray()
         while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
             body += self.rfile.read(size)
             self.rfile.readline()
+            if cap is not None and len(body) >= cap:
+                return bytes(body[:cap])
         while self.rfile.readline().strip():  # trailers
             continue
         return bytes(body)
@@ -250,12 +292,26 @@ def _without_key(path: str) -> tuple[str, str | None]:
     return parts.path + (f"?{rest}" if rest else ""), keys[0]
 
 
+def _credentials(headers: Any, query_key: str | None) -> list[str]:
+    """The names of the credentials a call carried (never their values)."""
+    names = [name for name in _CREDENTIAL_HEADERS if headers.get(name)]
+    return [*names, "?key="] if query_key else names
+
+
 def _entry(
-    handler: _Relay, path: str, body: bytes, status: int, meter: UsageMeter, started: float
+    handler: _Relay,
+    path: str,
+    body: bytes,
+    status: int,
+    meter: UsageMeter,
+    started: float,
+    *,
+    error: str | None = None,
 ) -> dict[str, Any]:
     request = _json(body)
     usage = meter.usage()
     tokens = tokens_of(usage)
+    extra = {"error": error} if error else {}
     return {
         "t": datetime.now(UTC).isoformat(),
         "method": handler.command,
@@ -270,6 +326,7 @@ def _entry(
         "tokens_out": tokens[1] if tokens else None,
         "request": body[:_BODY_CAP].decode(errors="replace"),
         "response": bytes(meter.head).decode(errors="replace"),
+        **extra,
     }
 
 

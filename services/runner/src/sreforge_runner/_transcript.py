@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -93,9 +93,11 @@ def write_transcript(
     native_files: tuple[str, ...] = (),
     provider: str | None = None,
     profile_metadata: Mapping[str, str] | None = None,
+    files: Sequence[Mapping[str, JsonValue]] = (),
 ) -> Path | None:
     """Write `<root>/agent-transcript.json` from `<root>/stream.jsonl`; None if unlabelled.
-    `profile_metadata` may carry the price override (`price_in/out_per_mtok`)."""
+    `profile_metadata` may carry the price override (`price_in/out_per_mtok`); `files`
+    lists the kept files (paths relative to the run's folder, sizes, cuts, redactions)."""
     label = _LABELS.get(confinement) if confinement else None
     if label is None:
         return None  # the v1 header has no label for it; an unlabelled record is not banked
@@ -112,8 +114,9 @@ def write_transcript(
             "session_file_found": bool(native_files),
             "proxy_calls": None,
         },
-        "redactions": redactions,
+        "redactions": redactions + sum(_count(entry.get("redactions")) for entry in files),
         "native_files": list(native_files),
+        "files": [dict(entry) for entry in files],
     }
     calls = _model_calls(root / MODEL_CALLS_LOG, profile_metadata or {}, rows=True)
     if calls is not None:
@@ -279,6 +282,10 @@ def _name(model: object) -> str | None:
 
 def _listed(names: set[str]) -> list[JsonValue]:
     return [name for name in sorted(names)[:_MAX_MODELS]]
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _status(entry: dict[str, Any]) -> int:

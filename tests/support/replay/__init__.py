@@ -13,6 +13,6 @@ On `sys.path` through the root `conftest.py` (`import replay`).
 """
 
 from ._script import Received, Script, ToolCall, Turn
-from ._server import Flavor, Reply, ReplayServer
+from ._server import Flavor, ReplayServer, Reply
 
-__all__ = ["Flavor", "Received", "Reply", "ReplayServer", "Script", "ToolCall", "Turn"]
+__all__ = ["Flavor", "Received", "ReplayServer", "Reply", "Script", "ToolCall", "Turn"]

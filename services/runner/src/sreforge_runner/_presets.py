@@ -27,7 +27,21 @@ Facts per CLI (reference/harness.md §7.4/§7.6 and the CLIs' docs and issues):
   http is accepted for localhost only; an older CLI ignores it and fails auth with
   the dummy key rather than leak anything), key from `GEMINI_API_KEY`.
 - aider and mini-swe-agent use litellm: `OPENAI_API_BASE` (aider's docs) and
-  `OPENAI_BASE_URL` (litellm reads either) with `OPENAI_API_KEY`.
+  `OPENAI_BASE_URL` (litellm reads either) with `OPENAI_API_KEY`; an
+  OpenAI-compatible upstream takes the model as `openai/<model>` (litellm's
+  provider prefix; the proxy sees `<model>`). Both profiles set
+  `LITELLM_LOCAL_MODEL_COST_MAP=True`: litellm otherwise fetches its price list
+  from raw.githubusercontent.com at import (3 tries with backoff, ~12 s lost where
+  unreachable). Neither sends telemetry with the shipped flags (aider
+  `--no-analytics`; mini-swe-agent and litellm have none).
+- aider (0.86.2, litellm 1.81): besides litellm's list, its own model-info cache
+  `~/.aider/caches/model_prices_and_context_window.json` is fetched from GitHub
+  whenever empty or older than a day (3 tries per session), so a fresh,
+  non-empty placeholder is written into HOME: aider then takes model info from
+  litellm's bundled map. Chat streaming carries no usage (aider asks for none),
+  so the profile passes `--no-stream` and every answer has its tokens.
+- mini-swe-agent (2.4.6, litellm 1.110): one `bash` tool (tool calls); it
+  finishes when a command prints `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` first.
 """
 
 from __future__ import annotations
@@ -73,6 +87,8 @@ _FLAVORS: Mapping[ProxyFlavor, ProxyPlan] = {
     "gemini": _GEMINI,
 }
 _LITELLM_URL_ENVS = ("OPENAI_API_BASE", "OPENAI_BASE_URL")
+# Non-empty and fresh, so aider does not fetch its copy of litellm's price list.
+_AIDER_INFO = '{"_note": "left empty by the harness: model info from litellm\'s own map"}\n'
 
 PROXY_PRESETS: Mapping[str, ProxyPlan] = {
     "claude-code": _ANTHROPIC,
@@ -84,7 +100,13 @@ PROXY_PRESETS: Mapping[str, ProxyPlan] = {
         config_files=((".codex/config.toml", 'openai_base_url = "{proxy_url}"\n'),),
     ),
     "gemini-cli": _GEMINI,
-    "aider": ProxyPlan("openai", "https://api.openai.com/v1", _LITELLM_URL_ENVS, "OPENAI_API_KEY"),
+    "aider": ProxyPlan(
+        "openai",
+        "https://api.openai.com/v1",
+        _LITELLM_URL_ENVS,
+        "OPENAI_API_KEY",
+        config_files=((".aider/caches/model_prices_and_context_window.json", _AIDER_INFO),),
+    ),
     "mini-swe-agent": ProxyPlan(
         "openai", "https://api.openai.com/v1", _LITELLM_URL_ENVS, "OPENAI_API_KEY"
     ),

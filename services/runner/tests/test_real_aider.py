@@ -13,9 +13,21 @@ import shutil
 from typing import Any
 
 import pytest
-from realcli import changed_lines, drive_shipped, venv_cli
+from realcli import AGENTS, changed_lines, drive_shipped, venv_cli
 from replay.conversations import aider
-from sreforge_runner import TRANSCRIPT_FILE, RunnerSettings, read_sentinel
+from sreforge_contracts import OperationalReadiness, ResolvedExecutionContext
+from sreforge_runner import (
+    TRANSCRIPT_FILE,
+    Budgets,
+    CliAgentRein,
+    HostSandbox,
+    RunnerSettings,
+    drive,
+    head_commit,
+    load_profile,
+    read_sentinel,
+    workspace_diff,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
@@ -81,3 +93,45 @@ async def test_the_real_aider_fixes_and_its_exit_submits_through_the_proxy(
     for kept in box.root.rglob("*"):
         if kept.is_file():
             assert KEY not in kept.read_text(errors="replace"), kept
+
+
+async def test_an_aider_session_keeps_its_own_files_out_of_the_diff_and_fetches_no_model_info(
+    project: Any, settings: RunnerSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the real CLI (a shell stands in): aider's repo-map cache in the repository is
+    git-ignored in the clone only (not via `.gitignore`), so the diff is the code alone,
+    and HOME holds a fresh, non-empty model-info cache, so aider does not fetch one."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    script = (
+        "mkdir .aider.tags.cache.v4 && echo sqlite > .aider.tags.cache.v4/cache.db; "
+        "printf 'TTL = 60\\n' > tuned.py; "
+        'cat "$HOME/.aider/caches/model_prices_and_context_window.json"'
+    )
+    shipped = load_profile(AGENTS / "aider.toml")
+    assert shipped.command is not None
+    command = shipped.command.model_copy(update={"executable": "/bin/sh", "args": ("-c", script)})
+    profile = shipped.model_copy(
+        update={"command": command, "metadata": {"upstream": "http://127.0.0.1:9/v1"}}
+    )
+    box = HostSandbox(
+        project.workspace, project.workspace.parent / "agent", settings, kind="host-sandboxed"
+    )
+    base = head_commit(project.workspace)
+    context = ResolvedExecutionContext(
+        request_id="run-aider-files",
+        profile=profile,
+        readiness=OperationalReadiness(state="unverified"),
+        proof_run=True,
+    )
+    run = await drive(context, CliAgentRein(profile, "# page\n"), box, Budgets(60, 30, 30))
+    log = box.log_path.read_text()
+    assert run.ok, (run.result.evidence, log)
+    assert read_sentinel(project.workspace) is not None
+    diff = workspace_diff(project.workspace, base)
+    assert "+TTL = 60" in diff.splitlines()
+    assert ".aider" not in diff
+    assert "/.aider*" in (project.workspace / ".git" / "info" / "exclude").read_text()
+    assert ".gitignore" not in diff
+    seeded = json.loads(log.strip().splitlines()[-1])
+    assert isinstance(seeded, dict)
+    assert seeded  # aider fetches when its cache is empty

@@ -75,3 +75,26 @@ async def test_the_real_mini_swe_agent_fixes_and_submits_through_the_proxy(
     for kept in box.root.rglob("*"):
         if kept.is_file():
             assert KEY not in kept.read_text(errors="replace"), kept
+
+
+@pytest.mark.timeout(300)
+async def test_the_real_mini_swe_agents_failed_git_apply_is_recorded_as_it_happened(
+    project: Any, settings: RunnerSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mistaken conversation: `git apply` fails (its error goes back to the model), the
+    engineer submits anyway; the submission exists and its diff is empty, nothing hidden."""
+    cli = venv_cli("SREFORGE_TEST_MINI_SWE_AGENT_EXECUTABLE", "mini-swe-agent")
+    if not project.real:
+        pytest.skip("needs the bookshelf scenario (its fix is the replayed patch)")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    script = mini_swe_agent.mistaken(project.fix.read_text())
+    session = await drive_shipped(
+        "mini-swe-agent", cli, script, mini_swe_agent.MODEL, project.workspace, settings, "# page\n"
+    )
+    print(f"mini-swe-agent (mistaken) session: {session.session_s:.1f} s")
+    assert session.run.ok, (session.run.result.evidence, session.log[-3000:])
+    assert read_sentinel(project.workspace) is not None
+    assert session.diff() == ""
+    answers = [m for m in session.calls[2].body["messages"] if m["role"] == "tool"]
+    assert "patch does not apply" in answers[-1]["content"]
+    assert json.loads(answers[-1]["content"])["returncode"] == 1

@@ -33,15 +33,18 @@ Facts per CLI (reference/harness.md §7.4/§7.6 and the CLIs' docs and issues):
   `LITELLM_LOCAL_MODEL_COST_MAP=True`: litellm otherwise fetches its price list
   from raw.githubusercontent.com at import (3 tries with backoff, ~12 s lost where
   unreachable). Neither sends telemetry with the shipped flags (aider
-  `--no-analytics`; mini-swe-agent and litellm have none).
-- aider (0.86.2, litellm 1.81): besides litellm's list, its own model-info cache
-  `~/.aider/caches/model_prices_and_context_window.json` is fetched from GitHub
-  whenever empty or older than a day (3 tries per session), so a fresh,
-  non-empty placeholder is written into HOME: aider then takes model info from
-  litellm's bundled map. Chat streaming carries no usage (aider asks for none),
-  so the profile passes `--no-stream` and every answer has its tokens.
-- mini-swe-agent (2.4.6, litellm 1.110): one `bash` tool (tool calls); it
-  finishes when a command prints `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` first.
+  `--no-analytics`; mini-swe-agent and litellm send none).
+- aider (tested 0.86.2, litellm 1.81.10): its own copy of that price list,
+  `~/.aider/caches/model_prices_and_context_window.json`, is fetched from GitHub
+  for each model it looks up while the file is empty or a day old, so the row
+  writes a fresh, non-empty placeholder into HOME and aider takes model info
+  from litellm's bundled map. The rest is in its profile (`--no-stream`: its
+  streamed answers carry no usage; `--no-gitignore`, `--no-detect-urls`,
+  `--no-check-update`, `--no-analytics`) and the `command` rein (its repo-map
+  cache `.aider*` git-ignored in the clone).
+- mini-swe-agent (tested 2.4.6, litellm 1.110.2): one `bash` tool (tool calls);
+  it finishes when a command prints `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` first.
+  Nothing under HOME is needed.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ async def test_the_real_mini_swe_agent_fixes_and_submits_through_the_proxy(
     sentinel = read_sentinel(project.workspace)
     assert sentinel is not None, log[-3000:]
     assert sentinel.rca is not None
-    assert "per request" in sentinel.rca
+    assert "bookshelf/metadata.py" in sentinel.rca
     diff = session.diff()
     assert changed_lines(diff) == changed_lines(fix)
     assert ".gitignore" not in diff

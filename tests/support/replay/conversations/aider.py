@@ -19,7 +19,7 @@ __all__ = ["MODEL", "edit_blocks", "fixed"]
 MODEL = "openai/gpt-4.1"
 """A name aider knows (so it picks the `diff` edit format); the replay answers it."""
 
-_COMMIT_MESSAGE = "fix: keep one metadata service and cache per app"
+_COMMIT_MESSAGE = "fix: undo the regression behind the page"
 
 
 def _hunks(fix_patch: str) -> Iterator[tuple[str, list[str], list[str]]]:
@@ -68,5 +68,5 @@ def fixed(fix_patch: str) -> Script:
     applies and commits them), then stop; aider's exit is the submission."""
     files = list(dict.fromkeys(path for path, _, _ in _hunks(fix_patch)))
     ask = "I need to read " + ", ".join(files) + " before changing anything."
-    edit = "The cache is built per request; one service per app fixes it.\n\n"
+    edit = "Found the regression; here is the fix.\n\n"
     return Script([Turn(ask), Turn(edit + edit_blocks(fix_patch))], aside=_commit_message)

@@ -18,10 +18,6 @@ MODEL = "openai/replay-1"
 """litellm needs the provider prefix for an OpenAI-compatible base URL."""
 
 _FINISH = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-_RCA = (
-    "Root cause: the metadata cache was built per request (on `g`), so every request "
-    "missed it and went upstream; the fix keeps one service and one cache per app."
-)
 
 
 def _bash(command: str) -> ToolCall:
@@ -38,17 +34,19 @@ def _apply(patch: str, message: str) -> str:
     return f"git apply --index <<'PATCH' && git commit -q -m '{message}'\n{body}PATCH"
 
 
-def _submit() -> str:
-    return f"cat > /tmp/rca.md <<'RCA'\n{_RCA}\nRCA\nsubmit --rca /tmp/rca.md"
+def _submit(target: str) -> str:
+    rca = f"Root cause: a regression in {target}; the committed change reverts its effect."
+    return f"cat > /tmp/rca.md <<'RCA'\n{rca}\nRCA\nsubmit --rca /tmp/rca.md"
 
 
 def _turns(patch: str, fix_patch: str) -> list[Turn]:
-    read = f"git log --oneline -3; nl -ba {_first_file(fix_patch)} | head -120"
-    commit = _apply(patch, "Keep one metadata cache per app")
+    target = _first_file(fix_patch)
+    read = f"git log --oneline -3; nl -ba {target} | head -120"
+    commit = _apply(patch, f"Fix the regression in {target}")
     return [
         Turn("I'll read the code the page points at.", [_bash(read)]),
-        Turn("The cache is per request; I'll make it per app and commit.", [_bash(commit)]),
-        Turn("Handing the change over.", [_bash(_submit())]),
+        Turn("Found it; applying the fix and committing.", [_bash(commit)]),
+        Turn("Handing the change over.", [_bash(_submit(target))]),
         Turn("Submitted; finishing.", [_bash(_FINISH)]),
     ]
 

@@ -52,8 +52,24 @@ def test_the_repo_catalog_has_the_builtins_ready_and_the_presets_unverified() ->
         ("claude-code", ["--print", "stream-json", "bypassPermissions"], {"IS_SANDBOX": "1"}),
         ("codex", ["exec", "--json", "--dangerously-bypass-approvals-and-sandbox"], {}),
         ("gemini-cli", ["--yolo", "stream-json"], {"GEMINI_CLI_TRUST_WORKSPACE": "true"}),
-        ("aider", ["--yes-always", "--no-auto-commits"], {}),
-        ("mini-swe-agent", ["--yolo", "--exit-immediately"], {"MSWEA_CONFIGURED": "true"}),
+        (
+            "aider",
+            [
+                "--yes-always",
+                "--no-gitignore",
+                "--no-detect-urls",
+                "--no-check-update",
+                "--no-show-release-notes",
+                "--no-analytics",
+                "--disable-playwright",
+            ],
+            {"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        ),
+        (
+            "mini-swe-agent",
+            ["--yolo", "--exit-immediately"],
+            {"MSWEA_CONFIGURED": "true", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        ),
     ],
 )
 def test_presets_run_headless_with_their_inner_sandbox_off(

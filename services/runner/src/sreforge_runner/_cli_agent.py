@@ -12,7 +12,9 @@ naming the variable). Otherwise, and for the other routes, the env gets the
 routes' values (names from the profile, values from the runner's env, never
 logged or recorded). `dispatch` runs the agent with stdin closed under all three
 budgets. Presets without a tool protocol (aider) count a clean exit as the
-submission.
+submission. Files a preset's CLI keeps in the repository for itself (aider's
+repo-map cache) are git-ignored in this clone only (`TOOL_FILES`), so they are
+neither in the submitted diff nor a reason for the CLI to edit `.gitignore`.
 """
 
 from __future__ import annotations
@@ -32,13 +34,20 @@ from sreforge_runner._process import Budgets
 from sreforge_runner._proxy import ModelProxy
 from sreforge_runner._reins import Dispatch
 from sreforge_runner._sessions import collect_native, mini_swe_submitted
-from sreforge_runner._submit import SENTINEL_DIR, SENTINEL_FILE
-from sreforge_runner._transcript import MODEL_CALLS_LOG, route_secrets, write_transcript
+from sreforge_runner._submit import SENTINEL_DIR, SENTINEL_FILE, exclude_paths
+from sreforge_runner._transcript import (
+    MODEL_CALLS_LOG,
+    route_secrets,
+    write_transcript,
+)
 
-__all__ = ["SUBMIT_ON_EXIT", "CliAgentRein", "build_prompt"]
+__all__ = ["SUBMIT_ON_EXIT", "TOOL_FILES", "CliAgentRein", "build_prompt"]
 
 SUBMIT_ON_EXIT = frozenset({"aider"})
 """Presets whose clean exit is the submission (no way to call `submit`)."""
+TOOL_FILES: dict[str, tuple[str, ...]] = {"aider": ("/.aider*",)}
+"""Per preset: `.git/info/exclude` patterns for what its CLI writes into the repository
+for itself (aider: `.aider.tags.cache.v4/`, its repo-map cache, whatever its flags)."""
 _PROMPT_FILE = "page.md"
 _FOOTER = """
 
@@ -85,6 +94,7 @@ class CliAgentRein:
         prompt = build_prompt(self.page, workspace)
         prompt_file = sandbox.session_dir / _PROMPT_FILE
         prompt_file.write_text(prompt)
+        exclude_paths(sandbox.workspace, TOOL_FILES.get(command.preset, ()))
         values = {
             "prompt": prompt,
             "prompt_file": str(sandbox.inside(prompt_file)),

@@ -52,7 +52,24 @@ Facts per CLI (reference/harness.md §7.4/§7.6 and the CLIs' docs and issues):
   matching `AUTH`, hence the identity also in the workspace's `.git/config`
   (`write_git_identity`). Session file: `~/.gemini/tmp/<project>/chats/session-*.jsonl`.
 - aider and mini-swe-agent use litellm: `OPENAI_API_BASE` (aider's docs) and
-  `OPENAI_BASE_URL` (litellm reads either) with `OPENAI_API_KEY`.
+  `OPENAI_BASE_URL` (litellm reads either) with `OPENAI_API_KEY`; an
+  OpenAI-compatible upstream takes the model as `openai/<model>` (litellm's
+  provider prefix; the proxy sees `<model>`). Both profiles set
+  `LITELLM_LOCAL_MODEL_COST_MAP=True`: litellm otherwise fetches its price list
+  from raw.githubusercontent.com at import (3 tries with backoff, ~12 s lost where
+  unreachable). Neither sends telemetry with the shipped flags (aider
+  `--no-analytics`; mini-swe-agent and litellm send none).
+- aider (tested 0.86.2, litellm 1.81.10): its own copy of that price list,
+  `~/.aider/caches/model_prices_and_context_window.json`, is fetched from GitHub
+  for each model it looks up while the file is empty or a day old, so the row
+  writes a fresh, non-empty placeholder into HOME and aider takes model info
+  from litellm's bundled map. The rest is in its profile (`--no-stream`: its
+  streamed answers carry no usage; `--no-gitignore`, `--no-detect-urls`,
+  `--no-check-update`, `--no-analytics`) and the `command` rein (its repo-map
+  cache `.aider*` git-ignored in the clone).
+- mini-swe-agent (tested 2.4.6, litellm 1.110.2): one `bash` tool (tool calls);
+  it finishes when a command prints `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` first.
+  Nothing under HOME is needed.
 """
 
 from __future__ import annotations
@@ -136,6 +153,8 @@ env_key = "OPENAI_API_KEY"
 wire_api = "responses"
 supports_websockets = false
 """
+# Non-empty and fresh, so aider does not fetch its copy of litellm's price list.
+_AIDER_INFO = '{"_note": "left empty by the harness: model info from litellm\'s own map"}\n'
 
 PROXY_PRESETS: Mapping[str, ProxyPlan] = {
     "claude-code": _ANTHROPIC,
@@ -154,7 +173,13 @@ PROXY_PRESETS: Mapping[str, ProxyPlan] = {
         "GEMINI_API_KEY",
         config_files=((".gemini/settings.json", _GEMINI_SETTINGS),),
     ),
-    "aider": ProxyPlan("openai", "https://api.openai.com/v1", _LITELLM_URL_ENVS, "OPENAI_API_KEY"),
+    "aider": ProxyPlan(
+        "openai",
+        "https://api.openai.com/v1",
+        _LITELLM_URL_ENVS,
+        "OPENAI_API_KEY",
+        config_files=((".aider/caches/model_prices_and_context_window.json", _AIDER_INFO),),
+    ),
     "mini-swe-agent": ProxyPlan(
         "openai", "https://api.openai.com/v1", _LITELLM_URL_ENVS, "OPENAI_API_KEY"
     ),

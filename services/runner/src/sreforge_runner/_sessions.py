@@ -2,8 +2,8 @@
 
 Each preset keeps its own record (Claude's session JSONL, Codex rollouts, Gemini
 sessions, Aider histories, mini-swe-agent's trajectory). `SESSION_FILES` names
-them per preset as globs under the agent's HOME (each CLI's owner corrects its
-row). Only those files are copied (never auth files), each capped with the cut
+them per preset as globs under the agent's HOME (each row checked against the
+real CLI's files). Only those files are copied (never auth files), each capped with the cut
 noted, with every known secret value replaced, into `<agent dir>/native/`.
 mini-swe-agent's own submission (`exit_status = "Submitted"` in its trajectory)
 counts as `submit`.
@@ -23,9 +23,9 @@ __all__ = ["NATIVE_DIR", "SESSION_FILES", "collect_native", "mini_swe_submitted"
 SESSION_FILES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "claude-code": (".claude/projects/**/*.jsonl",),
-        "codex": (".codex/sessions/**/*.jsonl",),
-        "gemini-cli": (".gemini/tmp/**/*.json*",),
-        "aider": ("session/chat.md", "session/llm.log"),
+        "codex": (".codex/sessions/**/rollout-*.jsonl",),
+        "gemini-cli": (".gemini/tmp/*/chats/session-*.jsonl",),
+        "aider": ("session/chat.md", "session/llm.log", "session/input.history"),
         "mini-swe-agent": ("session/traj.json",),
     }
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ __all__ = [
     "SENTINEL_DIR",
     "SENTINEL_FILE",
     "Sentinel",
+    "exclude_paths",
     "exclude_sentinel_dir",
     "install_submit",
     "read_sentinel",
@@ -87,13 +89,19 @@ def install_submit(bin_dir: Path, workspace: Path) -> Path:
 
 def exclude_sentinel_dir(workspace: Path) -> None:
     """Git-ignore the submission folder in this clone only (`.git/info/exclude`), once."""
+    exclude_paths(workspace, (f"/{SENTINEL_DIR}/",))
+
+
+def exclude_paths(workspace: Path, patterns: Sequence[str]) -> None:
+    """Git-ignore `patterns` in this clone only (`.git/info/exclude`), each once: they are
+    then neither in the agent's `git status` nor in the submitted diff."""
     exclude = workspace / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    line = f"/{SENTINEL_DIR}/"
     current = exclude.read_text() if exclude.exists() else ""
-    if line not in current.splitlines():
+    missing = [line for line in dict.fromkeys(patterns) if line not in current.splitlines()]
+    if missing:
         separator = "" if not current or current.endswith("\n") else "\n"
-        exclude.write_text(f"{current}{separator}{line}\n")
+        exclude.write_text(current + separator + "".join(f"{line}\n" for line in missing))
 
 
 def read_sentinel(workspace: Path, max_rca_bytes: int = 256_000) -> Sentinel | None:

@@ -26,6 +26,7 @@ from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
 from sreforge_runner._handoff import RunnerHandler, claim_key
 from sreforge_runner._native import NATIVE_DIR, NATIVE_GLOBS, collect_native
 from sreforge_runner._openai_rein import MODEL_CALLS_FILE, TOOLS, OpenAIRein
+from sreforge_runner._presets import PROXY_PRESETS, ProxyPlan, proxy_plan
 from sreforge_runner._process import Budgets, ProcessOutcome, kill_group, run_in_group
 from sreforge_runner._proxy import ModelProxy, ProxyFlavor, usage_of
 from sreforge_runner._readiness import (
@@ -70,6 +71,7 @@ __all__ = [
     "MODEL_CALLS_FILE",
     "NATIVE_DIR",
     "NATIVE_GLOBS",
+    "PROXY_PRESETS",
     "RCA_FILE",
     "SENTINEL_DIR",
     "SENTINEL_FILE",
@@ -95,6 +97,7 @@ __all__ = [
     "ProfileError",
     "ProfileRefused",
     "ProxyFlavor",
+    "ProxyPlan",
     "Rein",
     "RemoteSandbox",
     "RunnerError",
@@ -119,6 +122,7 @@ __all__ = [
     "load_catalog",
     "load_profile",
     "patch_rein",
+    "proxy_plan",
     "read_sentinel",
     "redact",
     "refusal",

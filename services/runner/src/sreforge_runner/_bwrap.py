@@ -90,7 +90,9 @@ def outside_the_view(executable: str, install_paths: Sequence[str]) -> str | Non
     start = Path(executable)
     todo = [start]
     venv_python = start.parent / "python"
-    if (start.parent.parent / "pyvenv.cfg").is_file() and venv_python.exists():
+    if (start.parent.parent / "pyvenv.cfg").is_file() and (
+        venv_python.is_symlink() or venv_python.exists()
+    ):
         todo.append(venv_python)
     for path in todo:
         why = _follow(path, roots)

@@ -184,7 +184,7 @@ class HostSandbox(SessionLayout):
         if self.confined:
             command[0] = self._executable(command[0])
             self.egress.open(parse_endpoint(url) for url in self.endpoints)
-            command = [*self._prefix(), *self.egress.command(argv)]
+            command = [*self._prefix(), *self.egress.command(command)]
         else:  # bwrap's pid namespace contains the confined agent; host-open needs a keeper
             (self.root / _REAPED_FILE).unlink(missing_ok=True)
             report = self.root / _REAPED_FILE
@@ -205,9 +205,10 @@ class HostSandbox(SessionLayout):
                 self._read_reaped()
 
     def _executable(self, executable: str) -> str:
-        """The executable as the confined agent starts it; one that could not start
-        there fails here, naming the missing link or interpreter."""
-        why = outside_the_view(executable, self.install_paths)
+        """The executable as the confined agent starts it; an installed one that could not
+        start there fails here, naming the missing link or interpreter."""
+        installed = any(Path(executable).is_relative_to(path) for path in self.install_paths)
+        why = outside_the_view(executable, self.install_paths) if installed else None
         if why is not None:
             raise SandboxError(f"agent executable {executable}: {why}")
         return shown_at(executable, self.mount_at)

@@ -19,7 +19,7 @@ from sreforge_runner import RunnerSettings, find_profile, resolve
 from sreforge._agents_cli import add_agents_commands, handle_agents_install
 from sreforge._errors import SreforgeError
 from sreforge._installer import JailedInstaller, install_tool, write_profile
-from sreforge._installs import RELEASES, InstallPlan, install_commands, plan_install
+from sreforge._installs import RELEASES, InstallPlan, install_commands, plan_install, profile_text
 
 REPO = Path(__file__).resolve().parents[1]
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
@@ -171,3 +171,27 @@ def test_a_registry_failure_names_the_package_and_version_and_leaves_nothing(
     assert not plan.folder.exists()
     assert not plan.staging.exists()
     assert not plan.marker.exists()
+
+
+def test_the_profile_keeps_the_preset_and_sets_the_install_where_no_executable_was(
+    home: Path,
+) -> None:
+    """A `[command]` without `executable` (or with stale install lines) gets the three
+    install lines; comments and every other table stay as they were."""
+    builtin = (
+        '# my comment\nname = "aider"\nrein = "command"\n[command]\npreset = "aider"\n'
+        'install_paths = ["/old"]\nargs = ["--yes-always"]\n[command.env]\nA = "1"\n'
+    )
+    plan = plan_install("aider", home / "tools", home / "agents")
+    text = profile_text(builtin, plan)
+    data = tomllib.loads(text)
+    assert data["command"] == {
+        "preset": "aider",
+        "executable": str(plan.folder / "bin" / "aider"),
+        "install_paths": [str(plan.folder)],
+        "mount_at": {str(plan.folder): "/opt/agent/aider"},
+        "args": ["--yes-always"],
+        "env": {"A": "1"},
+    }
+    assert "# my comment" in text
+    assert text.startswith("# Written by `sreforge agents install aider` (aider-chat 0.86.2")

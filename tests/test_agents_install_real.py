@@ -72,5 +72,5 @@ def test_a_real_install_is_checked_ready_names_no_harness_and_is_idempotent(
     assert main(["agents", "install", preset]) == 0
     again = time.monotonic() - started
     assert "nothing to install" in capsys.readouterr().out
-    assert again < 20, f"a second install took {again:.1f} s"
+    assert again < 60, f"a second install took {again:.1f} s"
     print(f"{preset} {version}: install {first:.1f} s, again {again:.1f} s")

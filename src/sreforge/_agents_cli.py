@@ -118,7 +118,8 @@ def handle_agents_show(args: argparse.Namespace) -> int:
             print(f"  mount     {host} -> {inside} (inside the sandbox)")
     plan = _guard(lambda: proxy_plan(profile))
     if plan is not None:
-        print(f"  proxy     {plan.flavor} -> {plan.upstream} (the agent gets {plan.url_envs[0]})")
+        given = ", ".join(plan.url_envs)
+        print(f"  proxy     {plan.flavor} -> {plan.upstream} (the agent gets {given})")
     _print_readiness(readiness)
     return 0
 

@@ -48,7 +48,7 @@ T = TypeVar("T")
 
 def add_agents_commands(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `agents list`, `agents show <profile>` and `agents check <profile>`."""
-    agents = verbs.add_parser("agents", help="list, show or check agent profiles")
+    agents = verbs.add_parser("agents", help="list, show, check or install agent profiles")
     agent_verbs = agents.add_subparsers(dest="agents_verb", required=True, metavar="VERB")
     listing = agent_verbs.add_parser("list", help="every profile with its rein, sandbox, readiness")
     listing.set_defaults(handler=handle_agents_list)

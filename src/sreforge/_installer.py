@@ -114,10 +114,17 @@ def _cert_paths() -> list[Path]:
 
 
 def _uv() -> Path:
-    found = shutil.which("uv") or shutil.which("uv", path=str(_CHECKOUT / ".tools" / "bin"))
-    if found is None:
-        raise SreforgeError("agents install: uv not found on PATH nor in .tools/ (scripts/setup)")
-    return Path(found).resolve()
+    """uv's binary (shown alone inside the install's sandbox, so a shim will not do)."""
+    found = [shutil.which("uv"), shutil.which("uv", path=str(_CHECKOUT / ".tools" / "bin"))]
+    for candidate in filter(None, found):
+        path = Path(candidate).resolve()
+        with path.open("rb") as binary:
+            if binary.read(4) == b"\x7fELF":
+                return path
+    raise SreforgeError(
+        "agents install: the PyPI presets need uv's binary: none on PATH nor in the "
+        "checkout's .tools/bin (scripts/setup installs it there)"
+    )
 
 
 @dataclass

@@ -195,3 +195,4 @@ def test_the_profile_keeps_the_preset_and_sets_the_install_where_no_executable_w
     }
     assert "# my comment" in text
     assert text.startswith("# Written by `sreforge agents install aider` (aider-chat 0.86.2")
+    assert profile_text(text, plan) == text  # rewriting its own output changes nothing

@@ -33,6 +33,7 @@ __all__ = [
 Registry = Literal["npm", "pypi"]
 INSIDE_ROOT = Path("/opt/agent")
 """Where installed tools appear inside a sandbox (`/opt/agent/<preset>`)."""
+_HEADER = ("# Written by `sreforge agents install ", "# Shown to the agent at ")
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]*$")
 
 
@@ -161,6 +162,8 @@ def profile_text(builtin: str, plan: InstallPlan) -> str:
     table = ""
     placed = False
     for line in builtin.splitlines():
+        if not out and line.startswith(_HEADER):
+            continue  # a profile this command wrote before: one header is enough
         stripped = line.strip()
         if stripped.startswith("["):
             if table == "command" and not placed:
@@ -181,8 +184,8 @@ def profile_text(builtin: str, plan: InstallPlan) -> str:
         raise SreforgeError(f"agents install: the {plan.release.preset} profile has no [command]")
     release = plan.release
     header = (
-        f"# Written by `sreforge agents install {release.preset}` ({release.package} "
-        f"{release.version} from {release.registry}); overlays the catalog's "
-        f"{release.preset}.toml.\n# Shown to the agent at {plan.inside}. Reinstall to rewrite.\n"
+        f"{_HEADER[0]}{release.preset}` ({release.package} {release.version} from "
+        f"{release.registry}); overlays the catalog's {release.preset}.toml.\n"
+        f"{_HEADER[1]}{plan.inside}. Reinstall to rewrite.\n"
     )
     return header + "\n".join(out) + "\n"

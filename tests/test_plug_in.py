@@ -1,6 +1,8 @@
 """The README's "Plug in your agent" walk-through: its commands and its profile are real.
 
-The blocks after the `<!-- plug-in walk-through` marker are read from README.md: each
+The block after the `<!-- plug-in install` marker (install a preset, show it, run it)
+must parse with the real CLI for a preset `agents install` knows. The blocks after the
+`<!-- plug-in walk-through` marker are read from README.md: each
 `sreforge ...` line of the shell block must parse with the real CLI, and the TOML block
 must load with the real catalog loader and pass `sreforge agents check` once its
 executable is a real binary (the scripted fake agent the e2e `cli-agent` run uses).
@@ -19,12 +21,14 @@ import pytest
 from sreforge_contracts import ExecutionRequest, find_scenario
 from sreforge_runner import ProfileRefused, RunnerSettings, load_profile, resolve
 
-from sreforge._agents_cli import handle_agents_check, handle_agents_show
+from sreforge._agents_cli import handle_agents_check, handle_agents_install, handle_agents_show
+from sreforge._installs import RELEASES
 from sreforge._run_cli import run_command
 from sreforge.cli import _build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
 WALKTHROUGH = "<!-- plug-in walk-through"
+INSTALL = "<!-- plug-in install"
 FAKE_AGENT = REPO / "tests" / "e2e" / "fixtures" / "fake-cli-agent" / "fake-cli-agent"
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
@@ -86,6 +90,26 @@ def test_every_walkthrough_command_parses_with_the_real_cli() -> None:
             assert args.profile == name
         seen.append(argv[0] if argv[0] == "run" else " ".join(argv[:2]))
     assert seen == ["agents check", "agents show", "run"]
+
+
+def test_the_section_starts_with_one_install_command_that_parses_with_the_real_cli() -> None:
+    """`sreforge agents install <preset>` comes first, for a preset with a pinned
+    release; `show` and `run` then name the same preset and a scenario that exists."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Plug in your agent", 1)[1]
+    assert section.index(INSTALL) < section.index(WALKTHROUGH)
+    block = section.split(INSTALL, 1)[1].split(WALKTHROUGH, 1)[0]
+    (shell,) = re.findall(r"^```sh\n(.*?)^```", block, flags=re.M | re.S)
+    lines = (shlex.split(line, comments=True) for line in shell.splitlines())
+    commands = [argv[1:] for argv in lines if argv and argv[0] == "sreforge"]
+    install, show, run = (_build_parser().parse_args(argv) for argv in commands)
+    assert install.handler is handle_agents_install
+    assert install.preset in RELEASES
+    assert show.handler is handle_agents_show
+    assert show.profile == install.preset
+    assert run.handler is run_command
+    assert run.agent == install.preset
+    find_scenario(REPO / "use-cases", run.scenario)
 
 
 def test_the_walkthrough_profile_loads_with_the_real_catalog_loader(tmp_path: Path) -> None:

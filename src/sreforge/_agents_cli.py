@@ -1,9 +1,12 @@
-"""`sreforge agents list|show|check`: the agent profile catalog and its readiness.
+"""`sreforge agents list|show|check|install`: the agent profile catalog and its readiness.
 
 `cli.py` wires this in with `add_agents_commands(verbs)`. The catalog is
 `agents/*.toml` (or `SREFORGE_AGENTS`); `check` probes a profile on this host and
 stores the evidence under the engine home (`$SREFORGE_HOME/agents/<name>.json`),
 where the runner reads it: a blocked profile is refused before any sandbox exists.
+`install` puts a preset's real CLI into the engine home (`_installer`), writes its
+ready profile beside the evidence (`$SREFORGE_HOME/agents/<preset>.toml`, which
+overlays the catalog's unless `SREFORGE_AGENTS` is set) and checks it.
 """
 
 from __future__ import annotations
@@ -16,24 +19,36 @@ from typing import TypeVar
 
 from sreforge_contracts import HarnessProfile, OperationalReadiness
 from sreforge_runner import (
+    ProbeRecord,
     ProfileError,
     RunnerSettings,
     check_profile,
     effective_readiness,
     find_profile,
     load_catalog,
+    load_profile,
+    proxy_plan,
 )
 
 from sreforge._errors import SreforgeError
+from sreforge._installer import Installer, JailedInstaller, install_tool, write_profile
+from sreforge._installs import RELEASES, plan_install
+from sreforge._settings import EngineSettings
 
-__all__ = ["add_agents_commands", "handle_agents_check", "handle_agents_list", "handle_agents_show"]
+__all__ = [
+    "add_agents_commands",
+    "handle_agents_check",
+    "handle_agents_install",
+    "handle_agents_list",
+    "handle_agents_show",
+]
 
 T = TypeVar("T")
 
 
 def add_agents_commands(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `agents list`, `agents show <profile>` and `agents check <profile>`."""
-    agents = verbs.add_parser("agents", help="list, show or check agent profiles")
+    agents = verbs.add_parser("agents", help="list, show, check or install agent profiles")
     agent_verbs = agents.add_subparsers(dest="agents_verb", required=True, metavar="VERB")
     listing = agent_verbs.add_parser("list", help="every profile with its rein, sandbox, readiness")
     listing.set_defaults(handler=handle_agents_list)
@@ -44,12 +59,18 @@ def add_agents_commands(verbs: argparse._SubParsersAction[argparse.ArgumentParse
     check = agent_verbs.add_parser("check", help="probe a profile here and store the evidence")
     check.add_argument("profile")
     check.set_defaults(handler=handle_agents_check)
+    install = agent_verbs.add_parser(
+        "install", help="install a preset's real CLI, write its ready profile, check it"
+    )
+    install.add_argument("preset", metavar="PRESET", help=", ".join(RELEASES))
+    install.add_argument("--version", help="a release other than the pinned one")
+    install.set_defaults(handler=handle_agents_install)
 
 
 def handle_agents_list(args: argparse.Namespace) -> int:
     """Print one line per catalog profile."""
     settings = RunnerSettings()
-    catalog = _guard(lambda: load_catalog(settings.agents_dir))
+    catalog = _guard(lambda: load_catalog(settings.agents_dir, settings.installed_dir))
     print(f"{'PROFILE':<16} {'REIN':<10} {'SANDBOX':<15} {'READINESS':<11} MODEL")
     for profile in catalog.values():
         try:
@@ -59,14 +80,17 @@ def handle_agents_list(args: argparse.Namespace) -> int:
         state = readiness.state if profile.status == "enabled" else "disabled"
         model = profile.model or "-"
         print(f"{profile.name:<16} {profile.rein:<10} {profile.sandbox:<15} {state:<11} {model}")
-    print(f"(catalog: {settings.agents_dir}; probes: {settings.readiness_dir})")
+    installed = f"installed: {settings.installed_dir}; " if settings.installed_dir else ""
+    print(f"(catalog: {settings.agents_dir}; {installed}probes: {settings.readiness_dir})")
     return 0
 
 
 def handle_agents_show(args: argparse.Namespace) -> int:
     """Print one profile: fields, command line, routes (names only), readiness."""
     settings = RunnerSettings()
-    profile = _guard(lambda: find_profile(settings.agents_dir, args.profile))
+    profile = _guard(
+        lambda: find_profile(settings.agents_dir, args.profile, settings.installed_dir)
+    )
     readiness = _guard(lambda: effective_readiness(profile, settings))
     if args.json:
         body = {
@@ -90,6 +114,12 @@ def handle_agents_show(args: argparse.Namespace) -> int:
         print(f"  command   {shlex.join([executable, *profile.command.args])}")
         for key, value in profile.command.env.items():
             print(f"  env       {key}={value}")
+        for host, inside in profile.command.mount_at.items():
+            print(f"  mount     {host} -> {inside} (inside the sandbox)")
+    plan = _guard(lambda: proxy_plan(profile))
+    if plan is not None:
+        given = ", ".join(plan.url_envs)
+        print(f"  proxy     {plan.flavor} -> {plan.upstream} (the agent gets {given})")
     _print_readiness(readiness)
     return 0
 
@@ -97,14 +127,47 @@ def handle_agents_show(args: argparse.Namespace) -> int:
 def handle_agents_check(args: argparse.Namespace) -> int:
     """Probe the profile on this host, store the evidence, print it; exit 1 unless ready."""
     settings = RunnerSettings()
-    profile: HarnessProfile = _guard(lambda: find_profile(settings.agents_dir, args.profile))
+    profile: HarnessProfile = _guard(
+        lambda: find_profile(settings.agents_dir, args.profile, settings.installed_dir)
+    )
+    record = _check(profile, settings)
+    return 0 if record.readiness.state == "ready" else 1
+
+
+def handle_agents_install(args: argparse.Namespace, installer: Installer | None = None) -> int:
+    """Install the preset's CLI (unless there), write its ready profile, check it; exit 1
+    unless the check passes."""
+    settings = RunnerSettings()
+    home = EngineSettings().home
+    plan = plan_install(args.preset, home / "tools", settings.readiness_dir, args.version)
+    release = plan.release
+    print(
+        f"installing {release.preset}: {release.package} {release.version} from "
+        f"{release.registry} into {plan.folder} (the agent sees {plan.inside}) ...",
+        flush=True,
+    )
+    seconds = install_tool(plan, installer or JailedInstaller(bwrap=settings.bwrap_path))
+    if seconds is None:
+        print(f"  installed already ({plan.marker}): nothing to install")
+    else:
+        print(f"  installed in {seconds:.1f} s")
+    path = write_profile(plan, settings.agents_dir)
+    profile = _guard(lambda: load_profile(path))
+    print(f"  profile   {path}")
+    if settings.installed_dir is None:
+        print("  note      SREFORGE_AGENTS names the catalog: copy the profile into it to use it")
+    record = _check(profile, settings)
+    return 0 if record.readiness.state == "ready" else 1
+
+
+def _check(profile: HarnessProfile, settings: RunnerSettings) -> ProbeRecord:
     print(f"checking {profile.name} ({profile.rein}, {profile.sandbox}) ...", flush=True)
     record = check_profile(profile, settings)
     for check in record.checks:
         print(f"  {check.what}: exit {check.exit_code}: {check.first_line}")
     _print_readiness(record.readiness)
     print(f"  stored    {settings.readiness_dir / (profile.name + '.json')}")
-    return 0 if record.readiness.state == "ready" else 1
+    return record
 
 
 def _print_readiness(readiness: OperationalReadiness) -> None:

@@ -54,6 +54,32 @@ def test_show_prints_the_command_line_and_route_names_only(
     assert json.loads(capsys.readouterr().out)["profile"]["name"] == "codex"
 
 
+def test_show_names_the_model_proxy_flavor_and_upstream(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a preset's model calls go: the proxy flavor and its upstream, repointed by
+    `[metadata] upstream`; a profile with the proxy off shows none."""
+    assert _run(["agents", "show", "claude-code"]) == 0
+    assert "proxy     anthropic -> https://api.anthropic.com" in capsys.readouterr().out
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    for name, metadata in (
+        ("aider", 'upstream = "http://127.0.0.1:9/v1"'),
+        ("codex", 'proxy = "off"'),
+    ):
+        (catalog / f"{name}.toml").write_text(
+            f'name = "{name}"\nrein = "command"\nsandbox = "host-sandboxed"\n'
+            f'credential_routes = ["OPENAI_API_KEY"]\n[command]\npreset = "{name}"\n'
+            f"[metadata]\n{metadata}\n"
+        )
+    monkeypatch.setenv("SREFORGE_AGENTS", str(catalog))
+    assert _run(["agents", "show", "aider"]) == 0
+    shown = "proxy     openai -> http://127.0.0.1:9/v1 (the agent gets OPENAI_API_BASE, "
+    assert shown in capsys.readouterr().out
+    assert _run(["agents", "show", "codex"]) == 0
+    assert "proxy " not in capsys.readouterr().out
+
+
 def test_check_stores_blocked_evidence_for_a_missing_binary(
     capsys: pytest.CaptureFixture[str], home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

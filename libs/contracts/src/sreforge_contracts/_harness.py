@@ -118,7 +118,13 @@ class CommandSpec(Contract):
     """Non-secret settings for the agent (credentials travel only by `credential_routes`)."""
     install_paths: tuple[str, ...] = ()
     """Absolute host folders holding the agent's install (a venv, an npm prefix), bound
-    read-only at the same place inside `host-sandboxed`; `/usr` is always there."""
+    read-only at the same place inside `host-sandboxed` (or where `mount_at` says);
+    `/usr` is always there."""
+    mount_at: dict[str, str] = Field(default_factory=dict)
+    """Install paths shown elsewhere inside `host-sandboxed`: host folder → inside folder
+    (`sreforge agents install` shows its engine-home install at `/opt/agent/<preset>`,
+    so the harness's path never reaches the agent); an `executable` under a mapped
+    folder runs from its inside place."""
 
     @field_validator("install_paths")
     @classmethod
@@ -127,6 +133,22 @@ class CommandSpec(Contract):
             if not path.startswith("/") or ".." in path.split("/"):
                 raise ValueError(f"{path!r} is not an absolute path without `..`")
         return value
+
+    @field_validator("mount_at")
+    @classmethod
+    def _absolute_places(cls, value: dict[str, str]) -> dict[str, str]:
+        for host, inside in value.items():
+            for path in (host, inside):
+                if not path.startswith("/") or ".." in path.split("/") or path.strip("/") == "":
+                    raise ValueError(f"{path!r} is not an absolute folder without `..`")
+        return value
+
+    @model_validator(mode="after")
+    def _mounts_name_installs(self) -> Self:
+        stray = sorted(set(self.mount_at) - set(self.install_paths))
+        if stray:
+            raise ValueError(f"mount_at: {', '.join(stray)} is not one of install_paths")
+        return self
 
 
 class RemoteSpec(Contract):

@@ -26,6 +26,7 @@ from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
 from sreforge_runner._handoff import RunnerHandler, claim_key
 from sreforge_runner._kept import KeptFile, kept_files, seal_logs
 from sreforge_runner._openai_rein import MODEL_CALLS_FILE, TOOLS, OpenAIRein
+from sreforge_runner._presets import PROXY_PRESETS, ProxyPlan, proxy_plan
 from sreforge_runner._process import Budgets, ProcessOutcome, kill_group, run_in_group
 from sreforge_runner._proxy import PROXY_TOKEN_NAME, ModelProxy, ProxyFlavor, usage_of
 from sreforge_runner._readiness import (
@@ -70,6 +71,7 @@ __all__ = [
     "CONSUMER",
     "MODEL_CALLS_FILE",
     "NATIVE_DIR",
+    "PROXY_PRESETS",
     "PROXY_TOKEN_NAME",
     "RCA_FILE",
     "SENTINEL_DIR",
@@ -98,6 +100,7 @@ __all__ = [
     "ProfileError",
     "ProfileRefused",
     "ProxyFlavor",
+    "ProxyPlan",
     "Rein",
     "RemoteSandbox",
     "RunnerError",
@@ -123,6 +126,7 @@ __all__ = [
     "load_catalog",
     "load_profile",
     "patch_rein",
+    "proxy_plan",
     "read_sentinel",
     "redact",
     "refusal",

@@ -1,7 +1,9 @@
 """The profile catalog: `agents/<name>.toml`, one `HarnessProfile` per file.
 
 A file's `name` must be its stem. `scripted:<script>` resolves to the `scripted`
-profile. Errors name the file and the field at fault.
+profile. An `installed` folder (the engine home's `agents/`, where `sreforge agents
+install` writes ready profiles) overlays the catalog: its `<name>.toml` wins over the
+catalog's. Errors name the file and the field at fault.
 """
 
 from __future__ import annotations
@@ -39,21 +41,33 @@ def load_profile(path: Path) -> HarnessProfile:
     return profile
 
 
-def load_catalog(directory: Path) -> dict[str, HarnessProfile]:
-    """Every profile in `directory`, by name."""
+def load_catalog(directory: Path, installed: Path | None = None) -> dict[str, HarnessProfile]:
+    """Every profile in `directory`, by name, overlaid by those in `installed`."""
     if not directory.is_dir():
         raise ProfileError(f"agent catalog {directory}: no such folder")
-    return {path.stem: load_profile(path) for path in sorted(directory.glob("*.toml"))}
+    paths = {path.stem: path for path in directory.glob("*.toml")}
+    paths.update(_installed(installed))
+    return {name: load_profile(paths[name]) for name in sorted(paths)}
 
 
-def find_profile(directory: Path, agent: str) -> HarnessProfile:
-    """The profile an agent ref selects, read from `directory`."""
+def find_profile(directory: Path, agent: str, installed: Path | None = None) -> HarnessProfile:
+    """The profile an agent ref selects: from `installed` when it has one, else from
+    `directory`."""
     name = catalog_name(agent)
-    path = directory / f"{name}.toml"
-    if not name or "/" in name or name.startswith(".") or not path.is_file():
-        known = ", ".join(sorted(p.stem for p in directory.glob("*.toml"))) or "none"
-        raise ProfileError(f"agent {agent!r}: unknown profile (catalog {directory}: {known})")
-    return load_profile(path)
+    paths = [folder / f"{name}.toml" for folder in (installed, directory) if folder is not None]
+    found = [path for path in paths if path.is_file()]
+    if not name or "/" in name or name.startswith(".") or not found:
+        known = sorted({p.stem for p in directory.glob("*.toml")} | set(_installed(installed)))
+        raise ProfileError(
+            f"agent {agent!r}: unknown profile (catalog {directory}: {', '.join(known) or 'none'})"
+        )
+    return load_profile(found[0])
+
+
+def _installed(folder: Path | None) -> dict[str, Path]:
+    if folder is None or not folder.is_dir():
+        return {}
+    return {path.stem: path for path in folder.glob("*.toml")}
 
 
 def _fields(error: ValidationError) -> str:

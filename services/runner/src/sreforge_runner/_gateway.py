@@ -64,7 +64,9 @@ class GatewayRun:
 def resolve(request: ExecutionRequest, settings: RunnerSettings) -> ResolvedExecutionContext:
     """Bind `request` to its profile and readiness; `ProfileRefused` before any sandbox."""
     try:
-        profile = find_profile(settings.agents_dir, request.harness_profile_ref)
+        profile = find_profile(
+            settings.agents_dir, request.harness_profile_ref, settings.installed_dir
+        )
     except ProfileError as error:
         raise ProfileRefused(str(error), None) from error
     if profile.status == "disabled":

@@ -131,6 +131,7 @@ class RunnerHandler:
                 kind=profile.sandbox,
                 fallback=profile.sandbox_fallback,
                 install_paths=profile.command.install_paths if profile.command else (),
+                mount_at=dict(profile.command.mount_at) if profile.command else {},
                 endpoints=tuple(state.stack.agent_endpoints.values()) if state.stack else (),
             )
         base = await asyncio.to_thread(head_commit, workspace)

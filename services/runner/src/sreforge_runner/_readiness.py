@@ -1,8 +1,9 @@
 """Readiness probes: is a profile runnable here? The evidence is stored, never assumed.
 
 `check_profile` probes what the profile needs where it will run: for
-`host-sandboxed`, that bubblewrap comes up and the agent's binary answers
-`--version` *inside* it (host-only installation is not availability); for
+`host-sandboxed`, that bubblewrap comes up and the agent's binary answers its
+probe (`--version`, or the preset's own in `PROBE_ARGS`) with exit 0 *inside* it, at
+the place the agent starts it (host-only installation is not availability); for
 `host-open`, that the binary is on the agent's PATH and answers. The result is a
 `ProbeRecord` (commands, exit codes, sha256 of output, first line, when), stored
 as `<readiness_dir>/<profile>.json`; the stored readiness supersedes the one the
@@ -24,16 +25,31 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sreforge_contracts import HarnessProfile, OperationalReadiness, RemoteSpec
 
-from sreforge_runner._bwrap import bwrap_prefix
+from sreforge_runner._bwrap import SANDBOX_HOME, bwrap_prefix, outside_the_view, shown_at
 from sreforge_runner._errors import ProfileError, SandboxError
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._ssh import SshTransport
 from sreforge_runner._transcript import route_secrets
 
-__all__ = ["ProbeCheck", "ProbeRecord", "check_profile", "effective_readiness", "stored_probe"]
+__all__ = [
+    "PROBE_ARGS",
+    "ProbeCheck",
+    "ProbeRecord",
+    "check_profile",
+    "effective_readiness",
+    "probe_args",
+    "stored_probe",
+]
 
 _BUILTIN = ("noop", "reference", "scripted")
 _TIMEOUT_S = 30.0
+PROBE_ARGS: dict[str, tuple[str, ...]] = {
+    # mini-swe-agent 2.x has no --version (exit 2, after printing its version banner);
+    # --help exits 0 after the same banner, "This is mini-swe-agent version X.".
+    "mini-swe-agent": ("--help",),
+}
+"""Per preset, the arguments that make its CLI print its version and exit 0 (default
+`--version`)."""
 _ENDPOINT_TIMEOUT_S = 5.0
 
 
@@ -105,25 +121,41 @@ def _probe(
         return _probe_endpoint(profile, checks)
     if profile.command is None:
         return _blocked("runner", f"rein {profile.rein}: nothing to probe (no [command])")
-    executable = profile.command.executable or profile.command.preset
+    command = profile.command
+    executable = command.executable or command.preset
     if profile.remote is not None:
         return _probe_remote(profile.remote, executable, checks)
+    args = probe_args(command.preset)
+    sandboxed = profile.sandbox == "host-sandboxed"
+    if sandboxed:
+        why = outside_the_view(executable, command.install_paths)
+        if why is not None:
+            return _blocked("operator", f"{executable}: {why}")
+        executable = shown_at(executable, command.mount_at)
+    probe = shlex.join([executable, *args])
     with tempfile.TemporaryDirectory(prefix="probe-") as scratch:
         prefix = _prefix(profile, settings, Path(scratch))
         if prefix:
-            sandbox = _run("bubblewrap comes up", [*prefix, "/bin/true"], settings, checks)
+            sandbox = _run("bubblewrap comes up", ["/bin/true"], settings, checks, prefix)
             if sandbox.exit_code != 0:
                 return _blocked("infra", f"bubblewrap failed: {sandbox.first_line}")
-        found = _run(
-            f"{executable} --version", [*prefix, executable, "--version"], settings, checks
-        )
+        home = str(SANDBOX_HOME) if prefix else "/nonexistent"
+        found = _run(probe, [executable, *args], settings, checks, prefix, home)
     if found.exit_code != 0:
         where = "inside the sandbox" if prefix else "on the agent PATH"
-        detail = found.first_line or f"exit {found.exit_code}"
-        return _blocked("operator", f"`{executable} --version` failed {where}: {detail}")
+        detail = found.first_line or "no output"
+        return _blocked("operator", f"`{probe}` exited {found.exit_code} {where}: {detail}")
     return OperationalReadiness(
-        state="ready", reason="probe passed", owner="operator", evidence=found.first_line
+        state="ready",
+        reason="probe passed",
+        owner="operator",
+        evidence=f"`{probe}` exited 0: {found.first_line or 'no output'}",
     )
+
+
+def probe_args(preset: str) -> tuple[str, ...]:
+    """The arguments `check` probes a preset's CLI with (`PROBE_ARGS`, else `--version`)."""
+    return PROBE_ARGS.get(preset, ("--version",))
 
 
 def _probe_remote(
@@ -196,9 +228,14 @@ def _prefix(profile: HarnessProfile, settings: RunnerSettings, scratch: Path) ->
         return []
     for name in ("workspace", "home", "bin"):
         (scratch / name).mkdir()
-    installs = profile.command.install_paths if profile.command else ()
+    command = profile.command
     return bwrap_prefix(
-        settings.bwrap_path, scratch / "workspace", scratch / "home", scratch / "bin", installs
+        settings.bwrap_path,
+        scratch / "workspace",
+        scratch / "home",
+        scratch / "bin",
+        command.install_paths if command else (),
+        mount_at=command.mount_at if command else None,
     )
 
 
@@ -225,8 +262,15 @@ def _need_tools(
 
 
 def _run(
-    what: str, argv: list[str], settings: RunnerSettings, checks: list[ProbeCheck]
+    what: str,
+    command: list[str],
+    settings: RunnerSettings,
+    checks: list[ProbeCheck],
+    prefix: list[str] | None = None,
+    home: str = "/nonexistent",
 ) -> ProbeCheck:
+    """Run `command` (under the sandbox `prefix`, if any); the check keeps `command`."""
+    argv = [*(prefix or []), *command]
     try:
         done = subprocess.run(
             argv,
@@ -234,7 +278,7 @@ def _run(
             stdin=subprocess.DEVNULL,
             timeout=_TIMEOUT_S,
             check=False,
-            env={"PATH": settings.agent_path, "HOME": "/nonexistent"},
+            env={"PATH": settings.agent_path, "HOME": home},
         )
         output = done.stdout + done.stderr
         code: int | None = done.returncode
@@ -245,7 +289,7 @@ def _run(
     text = output.decode(errors="replace").strip()
     check = ProbeCheck(
         what=what,
-        argv=tuple(argv[-2:] if len(argv) > 2 else argv),
+        argv=tuple(command),
         exit_code=code,
         output_sha256=hashlib.sha256(output).hexdigest(),
         first_line=(text.splitlines() or [""])[0][:200],

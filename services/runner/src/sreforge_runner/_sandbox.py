@@ -36,7 +36,9 @@ from sreforge_runner._bwrap import (
     SANDBOX_HOME,
     SANDBOX_WORKSPACE,
     bwrap_prefix,
+    outside_the_view,
     probe_bwrap,
+    shown_at,
 )
 from sreforge_runner._egress import HostEgress, parse_endpoint
 from sreforge_runner._errors import SandboxError
@@ -64,6 +66,8 @@ class HostSandbox(SessionLayout):
     fallback: SandboxKind | None = None
     install_paths: tuple[str, ...] = ()
     """Host folders bound read-only inside `host-sandboxed` (the agent's install)."""
+    mount_at: dict[str, str] = field(default_factory=dict)
+    """Install paths shown elsewhere inside (host folder → inside folder)."""
     endpoints: tuple[str, ...] = ()
     """Loopback `http(s)://127.0.0.1:<port>` URLs the confined agent may reach (see
     `_egress`); under `host-sandboxed` nothing else on the network exists for it."""
@@ -146,6 +150,7 @@ class HostSandbox(SessionLayout):
             self.bin_dir,
             self.install_paths,
             network=self.egress.folder,
+            mount_at=self.mount_at,
         )
 
     def network_metadata(self) -> dict[str, object]:
@@ -179,8 +184,9 @@ class HostSandbox(SessionLayout):
         raw output goes to `log_path` (default: the output log)."""
         command = list(argv)
         if self.confined:
+            command[0] = self._executable(command[0])
             self.egress.open(parse_endpoint(url) for url in self.endpoints)
-            command = [*self._prefix(), *self.egress.command(argv)]
+            command = [*self._prefix(), *self.egress.command(command)]
         else:  # bwrap's pid namespace contains the confined agent; host-open needs a keeper
             (self.root / _REAPED_FILE).unlink(missing_ok=True)
             report = self.root / _REAPED_FILE
@@ -199,6 +205,15 @@ class HostSandbox(SessionLayout):
         finally:
             if not self.confined:
                 self._read_reaped()
+
+    def _executable(self, executable: str) -> str:
+        """The executable as the confined agent starts it; an installed one that could not
+        start there fails here, naming the missing link or interpreter."""
+        installed = any(Path(executable).is_relative_to(path) for path in self.install_paths)
+        why = outside_the_view(executable, self.install_paths) if installed else None
+        if why is not None:
+            raise SandboxError(f"agent executable {executable}: {why}")
+        return shown_at(executable, self.mount_at)
 
     def _read_reaped(self) -> None:
         names = list(self.reaped or [])

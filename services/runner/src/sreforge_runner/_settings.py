@@ -63,3 +63,12 @@ class RunnerSettings(BaseSettings):
     agent_git_name: str = "On-call Engineer"
     agent_git_email: str = "oncall@example.com"
     max_rca_bytes: int = Field(default=256_000, gt=0)
+    installed_profiles: bool = Field(default_factory=lambda: not os.environ.get("SREFORGE_AGENTS"))
+    """Whether the profiles `sreforge agents install` wrote (`<readiness_dir>/<name>.toml`)
+    overlay the catalog's of the same name: on unless `SREFORGE_AGENTS` names the whole
+    catalog."""
+
+    @property
+    def installed_dir(self) -> Path | None:
+        """The folder of installed profiles that overlays the catalog, when on."""
+        return self.readiness_dir if self.installed_profiles else None

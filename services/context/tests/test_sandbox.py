@@ -1,4 +1,4 @@
-"""The guard over the agent's sandbox: process titles, env, HOME and the bin dir."""
+"""The guard over the agent's sandbox (`sreforge_contracts`): process titles, env, HOME, bin."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sreforge_context import (
+from sreforge_contracts import (
     SANDBOX_PROBE,
     SandboxProbeFailed,
     SandboxView,
@@ -42,7 +42,7 @@ def test_a_clean_view_has_no_tells() -> None:
     ("view", "where"),
     [
         (SandboxView(process_titles=["/usr/bin/python3 /opt/oracle/relay.py"]), "titles"),
-        (SandboxView(env={"RUN_MODE": "fault-drill"}), "env"),
+        (SandboxView(env={"RUN_MODE": "fault-drill"}), "env RUN_MODE"),
         (SandboxView(home_files={"notes.md": "the solution is near\n"}), "HOME file notes.md"),
         (SandboxView(home_files={"inject.log": ""}), "HOME file names"),
         (SandboxView(bin_files={"harness-submit": "#!/bin/sh\n"}), "bin file names"),

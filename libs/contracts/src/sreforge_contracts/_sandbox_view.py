@@ -16,8 +16,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sreforge_context._errors import SandboxProbeFailed
-from sreforge_context._leak import Surface
+from sreforge_contracts._errors import SandboxProbeFailed
+from sreforge_contracts._tells import Surface
 
 __all__ = ["SANDBOX_PROBE", "SandboxView", "parse_sandbox_probe", "sandbox_surfaces"]
 
@@ -87,15 +87,12 @@ def parse_sandbox_probe(output: str) -> SandboxView:
 
 
 def sandbox_surfaces(view: SandboxView) -> list[Surface]:
-    """Process titles, env (secret values redacted), HOME and bin file names and texts."""
-    env = "\n".join(
-        f"{name}={'<redacted>' if _SECRET_NAME.search(name) else value}"
-        for name, value in sorted(view.env.items())
-    )
-    surfaces = [
-        Surface("sandbox process titles", "\n".join(view.process_titles)),
-        Surface("sandbox env", env),
-    ]
+    """Process titles, env one variable a surface (secret values redacted), HOME and bin
+    file names and texts."""
+    surfaces = [Surface("sandbox process titles", "\n".join(view.process_titles))]
+    for name, value in sorted(view.env.items()):  # one a variable: a hit can name it alone
+        shown = "<redacted>" if _SECRET_NAME.search(name) else value
+        surfaces.append(Surface(f"sandbox env {name}", f"{name}={shown}"))
     for where, files in (("HOME", view.home_files), ("bin", view.bin_files)):
         surfaces.append(Surface(f"sandbox {where} file names", "\n".join(sorted(files))))
         surfaces += [

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from sreforge_contracts import Surface, Tells, find_leaks
 
 REPO = Path(__file__).resolve().parents[3]
 SCENARIO = "latency-cache-stampede"
@@ -187,6 +188,9 @@ class RunPool:
         *,
         scripts_dir: Path | None = None,
     ) -> None:
+        # A run's folder is named after its key and the workspace path (on the page) is under it.
+        telling = find_leaks([Surface("run names", "\n".join(specs))], Tells())
+        assert not telling, f"a run name carries a harness word: {telling}"
         agents = tuple(sorted({spec.agent for spec in specs.values()}))
         self.runs = {
             name: _prepared(Run(name, spec.agent, base / name, agents, scripts_dir), spec)

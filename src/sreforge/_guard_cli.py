@@ -3,8 +3,9 @@
 A scenario author's check that nothing the agent can read gives the rig away: the
 page, the workspace and its whole git store, what the stack's endpoints answer,
 and the sandbox (process titles, env, HOME, `/opt/oncall/bin`, probed from inside a
-real bubblewrap sandbox like the runner's). Exit 0 clean, 1 on a hit, 2 on a usage
-or setup error. Progress goes to stderr; `--json` prints the hits on stdout.
+real bubblewrap sandbox by the runner's own `probe_sandbox`, as every confined run is).
+Exit 0 clean, 1 on a hit, 2 on a usage or setup error. Progress goes to stderr;
+`--json` prints the hits on stdout.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sreforge_context import (
-    SANDBOX_PROBE,
     ContextError,
     ContextSettings,
     GuardScan,
@@ -27,7 +27,6 @@ from sreforge_context import (
     Tells,
     brief_for,
     guard_scan,
-    parse_sandbox_probe,
 )
 from sreforge_contracts import (
     BriefReady,
@@ -39,7 +38,7 @@ from sreforge_contracts import (
     load_scenario,
 )
 from sreforge_deployer import DeployerError, LocalStack
-from sreforge_runner import HostSandbox, RunnerSettings, SandboxError
+from sreforge_runner import HostSandbox, RunnerSettings, SandboxError, probe_sandbox
 
 from sreforge._stack_cli import resolve_scenario
 
@@ -47,8 +46,6 @@ __all__ = ["add_guard_command", "handle_guard"]
 
 # Where Alertmanager would page in a run (the trigger's route shape); nothing listens.
 _WEBHOOK_BASE = "http://127.0.0.1:9/v1/alertmanager"
-_PROBE_BUDGET_S = 30.0
-_PYTHON = "/usr/bin/python3"
 
 
 def add_guard_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -74,7 +71,7 @@ def handle_guard(args: argparse.Namespace) -> int:
         return 2
     try:
         scan = _scan(stack, scenario, args.time_scale)
-    except (DeployerError, ContextError, SandboxError, OSError) as error:
+    except (DeployerError, ContextError, ContractError, SandboxError, OSError) as error:
         print(f"sreforge guard: {error}", file=sys.stderr)
         return 2
     finally:
@@ -161,9 +158,7 @@ def _sandbox_view(workspace: Path, root: Path, endpoints: dict[str, str]) -> San
         _progress(f"sandbox not probed: {error}")
         return None
     try:
-        argv = [_PYTHON, "-c", SANDBOX_PROBE, "/opt/oncall/bin"]
-        asyncio.run(sandbox.run(argv, _PROBE_BUDGET_S))
-        return parse_sandbox_probe(sandbox.log_path.read_text(errors="replace"))
+        return asyncio.run(probe_sandbox(sandbox))
     finally:
         sandbox.destroy()
 

@@ -34,6 +34,7 @@ from sreforge_bus.embedded import start_nats_server
 from sreforge_contracts import ContractError, Event, parse_event
 from sreforge_oracle import RunJournal
 from wholerun import (
+    ENGINE_HOME,
     REPO,
     RUN_LIMIT_S,
     SCENARIO,
@@ -76,7 +77,7 @@ class Topology:
 
     def env(self) -> dict[str, str]:
         """The run's isolated env plus what `wire_defaults` cannot agree on across processes."""
-        home = self.run.root / "home"
+        home = self.run.engine_home
         env = self.run.env()
         env.update(
             SREFORGE_NATS_URL=self.nats_url,
@@ -161,7 +162,7 @@ def topology() -> Iterator[Topology]:
     processes, all stopped and removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix="runs-")) / "restart"
     root.mkdir()
-    credentials = bus_credentials(EngineSettings(home=root / "home"))
+    credentials = bus_credentials(EngineSettings(home=root / ENGINE_HOME))
     # The server is the test's, not the run's: its command line must not name the run's
     # root, or the check that nothing of the run is left would count it.
     config = shutil.copy(credentials.config_file, root.parent / "server.conf")

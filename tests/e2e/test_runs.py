@@ -69,7 +69,7 @@ def _plug_in_fake_cli(run: Run) -> None:
     run.cases = run.root / "cases"
     shutil.copytree(REPO / "use-cases", run.cases, ignore=CASES_NOISE)
     (scenario,) = run.cases.glob("/".join(SCENARIO_PARTS))
-    home = run.root / "home"
+    home = run.engine_home
     home.mkdir()
     run.canaries = Canaries.planted(home / "canary.txt", scenario / "canary.txt")
     (original,) = (REPO / "use-cases").glob("/".join(SCENARIO_PARTS))
@@ -82,10 +82,28 @@ def _plug_in_fake_cli(run: Run) -> None:
     probes += ["--try-env", CANARY_ENV]
     run.bystander = socket.create_server(("127.0.0.1", 0))  # reachable from the host
     probes += ["--try-tcp", f"127.0.0.1:{run.bystander.getsockname()[1]}"]
+    run.extra_env[CANARY_ENV] = run.canaries.env_value
+    # Installed outside the checkout, as a user's agent is: the install folder is bound at
+    # its host path, and a clone named after the harness would rightly trip the guard.
+    _plug_in(run, run.root / "tools", probes)
+
+
+def _plug_in_from_a_telling_folder(run: Run) -> None:
+    """The walk-through's fake CLI agent installed under a folder named after the harness:
+    bound at its host path, so bubblewrap's command line shows it inside the sandbox."""
+    _plug_in(run, run.root / "sreforge-tools", ["{prompt_file}"])
+
+
+def _plug_in(run: Run, tools: Path, args: list[str]) -> None:
+    """The fake agent copied into `tools`, the README's profile for it (with `args`) in the
+    run's own catalog, then `sreforge agents check`."""
     catalog = run.root / "agents"
     shutil.copytree(REPO / "agents", catalog)
-    (catalog / f"{FAKE_CLI}.toml").write_text(_readme_profile(args=probes))
-    run.extra_env = {"SREFORGE_AGENTS": str(catalog), CANARY_ENV: run.canaries.env_value}
+    install = shutil.copytree(FAKE_CLI_AGENT.parent, tools / FAKE_CLI_AGENT.name)
+    executable = install / FAKE_CLI_AGENT.name
+    profile = _readme_profile(executable=str(executable), install_paths=[str(install)], args=args)
+    (catalog / f"{FAKE_CLI}.toml").write_text(profile)
+    run.extra_env["SREFORGE_AGENTS"] = str(catalog)
     check = [sys.executable, "-m", "sreforge", "agents", "check", FAKE_CLI]
     done = subprocess.run(
         check, cwd=REPO, env=run.env(), capture_output=True, text=True, timeout=60, check=False
@@ -102,8 +120,6 @@ def _readme_profile(**fields: object) -> str:
     wanted = {
         "name": FAKE_CLI,
         "description": "A scripted fake CLI agent (tests/e2e/fixtures), inside bubblewrap.",
-        "executable": str(FAKE_CLI_AGENT),
-        "install_paths": [str(FAKE_CLI_AGENT.parent)],
         **fields,
     }
     for key, value in wanted.items():
@@ -123,6 +139,7 @@ RUNS = {
     "negative": RunSpec("scripted:longer-ttl"),  # ~60
     "cut-timeout": RunSpec("scripted:cut-upstream-timeout"),  # ~60: fast but degraded
     "silent": RunSpec("noop", _harmless_change),  # ~50: stack, arm, 24 s confirm-fire
+    "telling-install": RunSpec(FAKE_CLI, prepare=_plug_in_from_a_telling_folder),  # ~40
     "breaks-tests": RunSpec("scripted:break-tests"),  # ~45
     "no-page": RunSpec("noop", _without_page),  # ~35
     "noop": RunSpec("noop"),  # ~35
@@ -139,6 +156,7 @@ TEST_RUNS = {
     "test_agent_killing_the_load_does_not_pass": "kills-load",
     "test_an_agent_that_gives_up_is_shown_with_its_exit_code_and_stderr": "gives-up",
     "test_alert_that_never_fires_aborts": "silent",
+    "test_a_tell_in_the_agents_sandbox_aborts_before_it_starts": "telling-install",
     "test_stage_that_cannot_work_ends_in_error": "no-page",
 }
 GRADED_TIMINGS = ("stack", "arm", "trigger", "context", "run", "ci", "redeploy", "verify")
@@ -334,6 +352,22 @@ def test_alert_that_never_fires_aborts(pool: RunPool) -> None:
     assert "BookshelfApiLatencyP99High" in reason, reason
     assert "did not fire" in reason, reason
     assert record["trigger"] is None, "nothing fired"
+    assert record["ci"] is None
+    assert record["deploy"] is None
+
+
+@pytest.mark.timeout(300)
+def test_a_tell_in_the_agents_sandbox_aborts_before_it_starts(pool: RunPool) -> None:
+    """The agent's install folder names the harness: the runner's guard probes the sandbox
+    before the agent starts, and the run is aborted naming the tell and where it showed."""
+    run, outcome, record = finished(pool, "telling-install", graded=False)
+    assert "readiness READY" in run.check_output, run.check_output
+    assert outcome["verdict"] == "aborted", f"{outcome}\n{run.progress}"
+    assert run.exit_code == 3
+    reason = record["abort_reason"] or ""
+    assert reason.startswith("runner: contamination guard: "), reason
+    assert "harness word 'sreforge' in sandbox process titles" in reason, reason
+    assert record["trigger"] is not None, "the agent was paged"
     assert record["ci"] is None
     assert record["deploy"] is None
 

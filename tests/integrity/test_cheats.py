@@ -63,7 +63,7 @@ def _reach(script: str) -> Callable[[Run], None]:
 
     def prepare(run: Run) -> None:
         scenario = private_cases(run)
-        home = run.root / "home"
+        home = run.engine_home
         home.mkdir()
         run.canaries = Canaries.planted(
             home / "canary.txt",

@@ -1,4 +1,4 @@
-"""The guard over the agent's sandbox: process titles, env, HOME and the bin dir."""
+"""The guard over the agent's sandbox (`sreforge_contracts`): process titles, env, HOME, bin."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sreforge_context import (
+from sreforge_contracts import (
     SANDBOX_PROBE,
     SandboxProbeFailed,
     SandboxView,
@@ -42,7 +42,8 @@ def test_a_clean_view_has_no_tells() -> None:
     ("view", "where"),
     [
         (SandboxView(process_titles=["/usr/bin/python3 /opt/oracle/relay.py"]), "titles"),
-        (SandboxView(env={"RUN_MODE": "fault-drill"}), "env"),
+        (SandboxView(env={"RUN_MODE": "fault-drill"}), "env RUN_MODE"),
+        (SandboxView(mounts="130 116 254:0 /srv/oracle /workspace rw - ext4 /dev/vda\n"), "mounts"),
         (SandboxView(home_files={"notes.md": "the solution is near\n"}), "HOME file notes.md"),
         (SandboxView(home_files={"inject.log": ""}), "HOME file names"),
         (SandboxView(bin_files={"harness-submit": "#!/bin/sh\n"}), "bin file names"),
@@ -76,12 +77,13 @@ def test_the_probe_reads_titles_env_home_and_bin_inside_a_real_sandbox(
     tmp_path: Path, git_repo: GitRepo, clean_files: dict[str, str]
 ) -> None:
     """Under the runner's own bubblewrap sandbox, a process whose title names the harness
-    is seen from inside, with the relay, HOME and `submit`."""
+    is seen from inside, with the relay, HOME, `submit` and the mounts' host paths."""
     runner = pytest.importorskip("sreforge_runner")
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
+    workspace = git_repo(clean_files)
     sandbox = runner.HostSandbox(
-        git_repo(clean_files),
+        workspace,
         tmp_path / "agent",
         runner.RunnerSettings(),
         kind="host-sandboxed",
@@ -106,6 +108,7 @@ def test_the_probe_reads_titles_env_home_and_bin_inside_a_real_sandbox(
     assert view.env["HOME"] == "/home/agent"
     assert ".gitconfig" in view.home_files
     assert "submit" in view.bin_files
+    assert f"{workspace} /workspace " in view.mounts, "a bind mount's host path shows inside"
     found = find_leaks(sandbox_surfaces(view), TELLS)
     # The decoy's title, and the launcher's text in the titles of bwrap and the relay.
     assert {(leak.what, leak.where) for leak in found} == {

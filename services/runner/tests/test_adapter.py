@@ -90,7 +90,9 @@ async def start_run(
         agent_context=AgentContext(services={}, run_workspace=workspace),
         scenario=ScenarioRef(id=project.scenario_id, run_id=run_id),
         eval_only=EvalOnly(
-            alert_to_clear="A", max_clear_time_seconds=60, sustained_clear_seconds=36
+            alert_to_clear="CheckoutLatencyHigh",
+            max_clear_time_seconds=60,
+            sustained_clear_seconds=36,
         ),
     )
     return BriefReady(run_id=run_id, producer="context", page="# page\n", contract=contract)
@@ -304,3 +306,48 @@ async def test_a_cli_agent_profile_runs_sandboxed_and_submits(
         "run-cli",
         "fake-cli",
     )
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+async def test_a_sandbox_showing_a_tell_aborts_the_run_before_the_agent_starts(
+    bus: Bus, project: Any, settings: RunnerSettings, tmp_path: Path
+) -> None:
+    """The runner leaks the harness's name into the confined agent's env (a profile env
+    value): the run fails `aborted` at the runner with the guard's reason naming the
+    variable and the word, once however often the brief is delivered; no Submitted, and
+    the agent never ran."""
+    install = tmp_path / "fake-install"
+    install.mkdir()
+    shutil.copy(Path(__file__).parent / "fixtures" / "fake-agent", install / "fake-agent")
+    agents = tmp_path / "agents"
+    shutil.copytree(settings.agents_dir, agents)
+    (agents / "fake-cli.toml").write_text(
+        'name = "fake-cli"\nrein = "command"\nsandbox = "host-sandboxed"\n'
+        "[limits]\nsession_start_s = 30\nidle_s = 30\ntotal_s = 60\n"
+        f'[command]\npreset = "custom"\nexecutable = "{install}/fake-agent"\n'
+        f'args = ["--prompt-file", "{{prompt_file}}"]\ninstall_paths = ["{install}"]\n'
+        '[command.env]\nCACHE_DIR = "/var/cache/sreforge"\n'
+    )
+    service = build_service(settings.model_copy(update={"agents_dir": agents}))
+    await bootstrap(bus, [route.consumer for route in service.routes])
+    stop = asyncio.Event()
+    task = asyncio.create_task(service.run(bus, stop))
+    try:
+        brief = await start_run(bus, project, "run-tell", "fake-cli")
+        await deliver_twice(bus, brief.model_copy(update={"page": "Edit file: tuned.py\n"}))
+        found = await stored(bus, "sreforge.run.run-tell.RunFailed")
+        submitted = await stored(bus, "sreforge.run.run-tell.Submitted")
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+    assert submitted == []
+    assert len(found) == 1
+    failed = parse_event(found[0])
+    assert isinstance(failed, RunFailed)
+    assert (failed.stage, failed.verdict) == ("runner", "aborted")
+    assert failed.reason == (
+        "contamination guard: harness tells visible to the agent: "
+        "harness word 'sreforge' in sandbox env CACHE_DIR"
+    )
+    agent_log = project.workspace.parent / "agent" / "output.log"
+    assert not agent_log.exists() or "fake-agent" not in agent_log.read_text()

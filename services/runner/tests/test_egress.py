@@ -394,7 +394,9 @@ async def _brief(bus: Bus, project: Any, endpoints: dict[str, str]) -> BriefRead
         agent_context=AgentContext(services=endpoints, run_workspace=workspace),
         scenario=ScenarioRef(id=project.scenario_id, run_id=state.run_id),
         eval_only=EvalOnly(
-            alert_to_clear="A", max_clear_time_seconds=60, sustained_clear_seconds=36
+            alert_to_clear="CheckoutLatencyHigh",
+            max_clear_time_seconds=60,
+            sustained_clear_seconds=36,
         ),
     )
     return BriefReady(run_id=state.run_id, producer="context", page="# page\n", contract=contract)

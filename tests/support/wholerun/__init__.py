@@ -8,6 +8,7 @@ schema and that nothing of it is left. On `sys.path` through the root `conftest.
 from ._checks import SCHEMA, assert_nothing_left, events_of, finished, signals_of
 from ._pool import (
     CASES_NOISE,
+    ENGINE_HOME,
     REPO,
     RUN_LIMIT_S,
     SCENARIO,
@@ -24,6 +25,7 @@ from ._pool import (
 
 __all__ = [
     "CASES_NOISE",
+    "ENGINE_HOME",
     "REPO",
     "RUN_LIMIT_S",
     "SCENARIO",

@@ -1,10 +1,10 @@
 """Whole runs as users run them: `sreforge run … --json` subprocesses, a few at a time.
 
-Each run is the real CLI in a subprocess with its own engine home, record dir and
-stacks root (its own nats-server, trigger, Prometheus, Alertmanager, app and git);
-a run that needs a doctored scenario gets its own copy of `use-cases/`. A module's
-selected runs are started up front and run `SREFORGE_E2E_PARALLEL` at a time
-(default 2: the machine has 2 cores).
+Each run is the real CLI in a subprocess with its own engine home (`<run root>/sreforge-home`:
+a harness word in its path, like the default layout's), record dir and stacks root (its
+own nats-server, trigger, Prometheus, Alertmanager, app and git); a run that needs a
+doctored scenario gets its own copy of `use-cases/`. A module's selected runs are started
+up front and run `SREFORGE_E2E_PARALLEL` at a time (default 2: the machine has 2 cores).
 """
 
 from __future__ import annotations
@@ -25,12 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from sreforge_contracts import Surface, Tells, find_leaks
 
 REPO = Path(__file__).resolve().parents[3]
 SCENARIO = "latency-cache-stampede"
 TIME_SCALE = "0.1"
 RUN_LIMIT_S = 280.0
 SCENARIO_PARTS = ("*", "scenarios", SCENARIO)
+ENGINE_HOME = "sreforge-home"
+"""The engine home's folder under a run's root (its name carries a harness word on purpose;
+the run root's own name, the module's RUNS key, must carry none: the workspace is under it)."""
 CASES_NOISE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".ruff_cache", "*.db")
 
 
@@ -98,6 +102,13 @@ class Run:
     """Files of the stack run dir (globs under it, e.g. `*/logs/*.log`) copied to `kept`."""
 
     @property
+    def engine_home(self) -> Path:
+        """The run's `SREFORGE_HOME`, named as the default (`~/.local/state/sreforge`) is:
+        with a harness word in its path, so an agent-visible surface that shows any path
+        under it trips the contamination guard here too, not only in `./scripts/demo`."""
+        return self.root / ENGINE_HOME
+
+    @property
     def agent_logs(self) -> Path:
         """Copies of the stack run dir's `agent/` files (the teardown removes the originals)."""
         return self.root / "agent-logs"
@@ -127,7 +138,7 @@ class Run:
         """The operator's environment minus every SREFORGE_* setting, plus this run's."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("SREFORGE_")}
         env.update(
-            SREFORGE_HOME=str(self.root / "home"),
+            SREFORGE_HOME=str(self.engine_home),
             SREFORGE_RECORDER_RUNS_DIR=str(self.records_dir),
             SREFORGE_RECORDER_BANK="false",
             SREFORGE_DEPLOYER_RUNS_ROOT=str(self.stacks_dir),
@@ -177,6 +188,9 @@ class RunPool:
         *,
         scripts_dir: Path | None = None,
     ) -> None:
+        # A run's folder is named after its key and the workspace path (on the page) is under it.
+        telling = find_leaks([Surface("run names", "\n".join(specs))], Tells())
+        assert not telling, f"a run name carries a harness word: {telling}"
         agents = tuple(sorted({spec.agent for spec in specs.values()}))
         self.runs = {
             name: _prepared(Run(name, spec.agent, base / name, agents, scripts_dir), spec)

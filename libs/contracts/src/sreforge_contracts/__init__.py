@@ -22,7 +22,7 @@ from sreforge_contracts._diagnosis import (
     parse_diagnosis,
 )
 from sreforge_contracts._envelope import CONTRACT_VERSION, Event, utcnow
-from sreforge_contracts._errors import ContractError, ScenarioNotFound
+from sreforge_contracts._errors import ContractError, SandboxProbeFailed, ScenarioNotFound
 from sreforge_contracts._events import (
     BriefReady,
     CiResult,
@@ -92,6 +92,12 @@ from sreforge_contracts._run_record import (
     parse_run_record,
 )
 from sreforge_contracts._run_state import RUN_PHASES, PhaseChange, RunPhase, RunState, StackInfo
+from sreforge_contracts._sandbox_view import (
+    SANDBOX_PROBE,
+    SandboxView,
+    parse_sandbox_probe,
+    sandbox_surfaces,
+)
 from sreforge_contracts._scenario import (
     Scenario,
     discover_scenarios,
@@ -127,6 +133,15 @@ from sreforge_contracts._submission import (
     AgentExit,
     Submission,
 )
+from sreforge_contracts._tells import (
+    GUARD_REASON_PREFIX,
+    HARNESS_WORDS,
+    Leak,
+    Surface,
+    Tells,
+    describe_leaks,
+    find_leaks,
+)
 from sreforge_contracts._transcript import AgentTranscript, AgentTranscriptHeader, Confinement
 from sreforge_contracts._trigger import Trigger, TriggerSignal, TriggerStatus
 
@@ -136,7 +151,9 @@ __all__ = [
     "DEADLETTER_PREFIX",
     "DIAGNOSIS_WEIGHTS",
     "EVENT_TYPES",
+    "GUARD_REASON_PREFIX",
     "HARNESS_CONTRACT_VERSION",
+    "HARNESS_WORDS",
     "MAX_JSON_DEPTH",
     "MAX_MESSAGE_BYTES",
     "MAX_STDERR_LINES",
@@ -147,6 +164,7 @@ __all__ = [
     "RUN_ID_PATTERN",
     "RUN_PHASES",
     "RUN_START_SUBJECT",
+    "SANDBOX_PROBE",
     "SCENARIO_ID_PATTERN",
     "STREAM_NAME",
     "STREAM_SUBJECTS",
@@ -185,6 +203,7 @@ __all__ = [
     "GatewayResult",
     "HarnessProfile",
     "InjectSpec",
+    "Leak",
     "OperationalReadiness",
     "OracleScore",
     "OracleSignal",
@@ -211,6 +230,8 @@ __all__ = [
     "RunTriggered",
     "RunWorkspace",
     "SandboxKind",
+    "SandboxProbeFailed",
+    "SandboxView",
     "Scenario",
     "ScenarioEnv",
     "ScenarioId",
@@ -224,8 +245,10 @@ __all__ = [
     "StageError",
     "Submission",
     "Submitted",
+    "Surface",
     "TeardownOutcome",
     "TelemetrySpec",
+    "Tells",
     "TimeoutKind",
     "Trajectory",
     "Trigger",
@@ -239,7 +262,9 @@ __all__ = [
     "check_message",
     "check_run_id",
     "check_scenario_id",
+    "describe_leaks",
     "discover_scenarios",
+    "find_leaks",
     "find_scenario",
     "load_manifest",
     "load_scenario",
@@ -249,9 +274,11 @@ __all__ = [
     "parse_event",
     "parse_run_record",
     "parse_run_start",
+    "parse_sandbox_probe",
     "parse_scenario_env",
     "run_event_subject",
     "run_events_filter",
     "run_events_of_type",
+    "sandbox_surfaces",
     "utcnow",
 ]

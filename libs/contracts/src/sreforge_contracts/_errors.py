@@ -7,7 +7,7 @@ import re
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-__all__ = ["ContractError", "ScenarioNotFound"]
+__all__ = ["ContractError", "SandboxProbeFailed", "ScenarioNotFound"]
 
 # Our field names are snake_case (or UPPER_CASE env keys); CamelCase parts are model names.
 _MAX_PROBLEMS = 10
@@ -90,3 +90,7 @@ def _short(value: object) -> str:
 
 class ScenarioNotFound(ContractError):
     """No scenario folder (or more than one) carries the id asked for under a use-cases root."""
+
+
+class SandboxProbeFailed(ContractError):
+    """The sandbox probe printed nothing parseable (it did not run, or was cut short)."""

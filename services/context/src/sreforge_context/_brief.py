@@ -16,10 +16,15 @@ from sreforge_contracts import (
     AnyEvent,
     BriefReady,
     Event,
+    Leak,
     RunFailed,
     RunState,
     RunTriggered,
     Scenario,
+    Surface,
+    Tells,
+    describe_leaks,
+    find_leaks,
 )
 
 from sreforge_context._endpoints import Fetch, http_fetch
@@ -30,7 +35,6 @@ from sreforge_context._errors import (
     ScenarioNotFound,
 )
 from sreforge_context._guard import guard_scan
-from sreforge_context._leak import Leak, Surface, Tells, describe_leaks, find_leaks
 from sreforge_context._page import build_contract, render_page
 from sreforge_context._scenarios import find_scenario
 from sreforge_context._settings import ContextSettings

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from sreforge_context._leak import Surface
+from sreforge_contracts import Surface
 
 __all__ = [
     "ALERTMANAGER_PATHS",

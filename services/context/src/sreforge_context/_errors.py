@@ -3,8 +3,10 @@
 ContextError
 ├── ScenarioNotFound      the run's scenario has no folder under the use-cases root
 ├── RunStateMissing       the run state (or its stack) is not in KV yet
-├── WorkspaceUnreadable   git could not list the workspace's tree or history
-└── SandboxProbeFailed    the probe run inside a sandbox printed no readable view
+└── WorkspaceUnreadable   git could not list the workspace's tree or history
+
+(`SandboxProbeFailed`, re-exported by the package, is the contracts' own: the scanner
+lives in `sreforge_contracts` so the runner guards its sandbox with the same code.)
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 __all__ = [
     "ContextError",
     "RunStateMissing",
-    "SandboxProbeFailed",
     "ScenarioInvalid",
     "ScenarioNotFound",
     "WorkspaceUnreadable",
@@ -37,7 +38,3 @@ class RunStateMissing(ContextError):
 
 class WorkspaceUnreadable(ContextError):
     """A git command over the agent's workspace failed."""
-
-
-class SandboxProbeFailed(ContextError):
-    """The sandbox probe printed nothing parseable (it did not run, or was cut short)."""

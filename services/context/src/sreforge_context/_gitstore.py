@@ -13,10 +13,10 @@ import os
 import subprocess
 from pathlib import Path
 
+from sreforge_contracts import Surface
 from sreforge_git import GitError, git, git_env
 
 from sreforge_context._errors import WorkspaceUnreadable
-from sreforge_context._leak import Surface
 
 __all__ = ["decoded_text", "git_dir_surfaces", "git_text", "stray_object_surfaces"]
 

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sreforge_contracts import Leak, SandboxView, Surface, Tells, find_leaks, sandbox_surfaces
+
 from sreforge_context._endpoints import Fetch, endpoint_surfaces, http_fetch
-from sreforge_context._leak import Leak, Surface, Tells, find_leaks
-from sreforge_context._sandbox import SandboxView, sandbox_surfaces
 from sreforge_context._workspace import workspace_surfaces
 
 __all__ = ["GuardScan", "guard_scan"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sreforge_contracts import SUBMISSION_DIR
+from sreforge_contracts import SUBMISSION_DIR, Surface
 
 from sreforge_context._errors import WorkspaceUnreadable
 from sreforge_context._gitstore import (
@@ -22,7 +22,6 @@ from sreforge_context._gitstore import (
     git_text,
     stray_object_surfaces,
 )
-from sreforge_context._leak import Surface
 
 __all__ = ["workspace_surfaces"]
 """The runner's submit sentinel directory; created after the check, never committed."""

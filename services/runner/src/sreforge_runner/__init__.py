@@ -6,7 +6,9 @@ the run, and drives the profile's rein through the gateway in a `host-open`,
 `host-sandboxed` (bubblewrap) or `remote` (ssh) sandbox with separate
 session-start, idle and total budgets. The agent gets a `submit` command; the
 runner publishes Submitted with the diff against the base commit, whether the
-agent submitted, its RCA and publishable `ExecutionEvidence`.
+agent submitted, its RCA and publishable `ExecutionEvidence`. Before a confined
+agent starts, the contamination guard probes its sandbox from inside (`guard_sandbox`)
+and a harness tell there fails the run `aborted` instead.
 """
 
 from sreforge_runner._adapter import CONSUMER, SERVICE, build_service
@@ -15,6 +17,7 @@ from sreforge_runner._catalog import catalog_name, find_profile, load_catalog, l
 from sreforge_runner._cli_agent import SUBMIT_ON_EXIT, CliAgentRein, build_prompt
 from sreforge_runner._diff import head_commit, workspace_diff
 from sreforge_runner._errors import (
+    ContaminationFound,
     DiffError,
     ProfileError,
     ProfileRefused,
@@ -23,6 +26,7 @@ from sreforge_runner._errors import (
     SessionError,
 )
 from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
+from sreforge_runner._guard import PROBE_PYTHON, guard_sandbox, probe_sandbox
 from sreforge_runner._handoff import RunnerHandler, claim_key
 from sreforge_runner._kept import KeptFile, kept_files, seal_logs
 from sreforge_runner._openai_rein import MODEL_CALLS_FILE, TOOLS, OpenAIRein
@@ -71,6 +75,7 @@ __all__ = [
     "CONSUMER",
     "MODEL_CALLS_FILE",
     "NATIVE_DIR",
+    "PROBE_PYTHON",
     "PROXY_PRESETS",
     "PROXY_TOKEN_NAME",
     "RCA_FILE",
@@ -86,6 +91,7 @@ __all__ = [
     "Budgets",
     "CliAgentRein",
     "CommandRein",
+    "ContaminationFound",
     "DiffError",
     "Dispatch",
     "GatewayRun",
@@ -119,6 +125,7 @@ __all__ = [
     "effective_readiness",
     "exclude_sentinel_dir",
     "find_profile",
+    "guard_sandbox",
     "head_commit",
     "install_submit",
     "kept_files",
@@ -126,6 +133,7 @@ __all__ = [
     "load_catalog",
     "load_profile",
     "patch_rein",
+    "probe_sandbox",
     "proxy_plan",
     "read_sentinel",
     "redact",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sreforge_contracts import HarnessProfile
@@ -85,6 +86,11 @@ class CliAgentRein:
     def name(self) -> str:
         """The profile's name."""
         return self.profile.name
+
+    @property
+    def session_env(self) -> Mapping[str, str]:
+        """The profile's env templates filled, the routed credentials, the proxy's URL."""
+        return dict(self._env)
 
     async def start_session(self, sandbox: AgentSandbox) -> None:
         """Write the prompt file and fill the argv and env templates."""

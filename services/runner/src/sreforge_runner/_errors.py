@@ -5,7 +5,8 @@ RunnerError
 │   └── ProfileRefused  resolution refused the profile (unknown, disabled, blocked)
 ├── SandboxError      the agent's sandbox (dirs, submit, env) could not be made or removed
 ├── SessionError      a rein failed to start, drive or end its session
-└── DiffError         git could not compute the submission's diff
+├── DiffError         git could not compute the submission's diff
+└── ContaminationFound  the contamination guard saw a harness tell in the agent's sandbox
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from sreforge_contracts import HarnessProfile
 
 __all__ = [
+    "ContaminationFound",
     "DiffError",
     "ProfileError",
     "ProfileRefused",
@@ -51,3 +53,7 @@ class SessionError(RunnerError):
 
 class DiffError(RunnerError):
     """A git command computing the diff failed."""
+
+
+class ContaminationFound(RunnerError):
+    """The agent's sandbox shows a harness tell; the message is the run's abort reason."""

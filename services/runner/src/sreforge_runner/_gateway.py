@@ -1,11 +1,14 @@
-"""The gateway: resolve → create sandbox → start → dispatch → end → cleanup → destroy.
+"""The gateway: resolve → create sandbox → start → guard → dispatch → end → cleanup → destroy.
 
 `resolve` binds a request to its catalog profile and readiness before anything
 exists: an unknown or disabled profile, or a blocked one (its owner and evidence
 in the refusal), is refused there. `drive` then runs the lifecycle; once the
 sandbox exists, the rein's cleanup and the sandbox's destroy are attempted on
 every path and reported separately. Every failure is kept and the first is the
-primary. The evidence is safe to publish: no prompt, output or secret value.
+primary. Given the run's `Tells`, a `host-sandboxed` sandbox is probed from inside
+after the session starts and before the agent is dispatched (`_guard`); a tell there
+stops the run at `session_start` and is the drive's `guard_hit` (the run's abort
+reason). The evidence is safe to publish: no prompt, output or secret value.
 """
 
 from __future__ import annotations
@@ -24,14 +27,17 @@ from sreforge_contracts import (
     HarnessProfile,
     ResolvedExecutionContext,
     StageError,
+    Tells,
 )
 
 from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._catalog import find_profile
-from sreforge_runner._errors import ProfileError, ProfileRefused
+from sreforge_runner._errors import ContaminationFound, ProfileError, ProfileRefused
+from sreforge_runner._guard import guard_sandbox
 from sreforge_runner._process import Budgets
 from sreforge_runner._readiness import effective_readiness
 from sreforge_runner._reins import Dispatch, Rein
+from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._transcript import model_usage, redact, route_secrets
 
@@ -44,10 +50,12 @@ _MAX_NAMES = 20
 
 @dataclass(frozen=True)
 class GatewayRun:
-    """One drive: the contract's result and the rein's dispatch (if reached)."""
+    """One drive: the contract's result, the rein's dispatch (if reached) and, when the
+    contamination guard stopped it, the abort reason (tells and surfaces named)."""
 
     result: GatewayResult
     dispatch: Dispatch | None
+    guard_hit: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -103,11 +111,17 @@ def refusal(request: ExecutionRequest, refused: ProfileRefused) -> GatewayResult
 
 
 async def drive(
-    context: ResolvedExecutionContext, rein: Rein, sandbox: AgentSandbox, budgets: Budgets
+    context: ResolvedExecutionContext,
+    rein: Rein,
+    sandbox: AgentSandbox,
+    budgets: Budgets,
+    tells: Tells | None = None,
 ) -> GatewayRun:
-    """Run `rein` in `sandbox` within `budgets`; cleanup and destroy are always attempted."""
+    """Run `rein` in `sandbox` within `budgets`; cleanup and destroy are always attempted.
+    With `tells`, a confined sandbox is guarded before the agent is dispatched."""
     started = datetime.now(UTC)
     failures: list[StageError] = []
+    guard_hit: str | None = None
 
     async def step(stage: FailureStage, action: Callable[[], Awaitable[T]]) -> T | None:
         try:
@@ -125,11 +139,22 @@ async def drive(
         await asyncio.to_thread(sandbox.destroy)
         return True
 
+    async def guard() -> bool:
+        nonlocal guard_hit
+        if tells is None or not isinstance(sandbox, HostSandbox) or not sandbox.confined:
+            return True
+        guard_hit = await guard_sandbox(sandbox, tells, rein.session_env)
+        if guard_hit is not None:
+            raise ContaminationFound(guard_hit)
+        return True
+
     dispatch: Dispatch | None = None
     teardown: dict[str, object] = {}
     try:
-        if await step("sandbox_create", create) and await step(
-            "session_start", lambda: _true(rein.start_session(sandbox))
+        if (
+            await step("sandbox_create", create)
+            and await step("session_start", lambda: _true(rein.start_session(sandbox)))
+            and await step("session_start", guard)
         ):
             dispatch = await step("execution", lambda: rein.dispatch(sandbox, budgets))
             if dispatch is not None:
@@ -145,13 +170,15 @@ async def drive(
         teardown["sandbox_destroy"] = "succeeded" if destroyed else "failed"
     secrets = route_secrets(context.profile.credential_routes)
     failures[:] = [StageError(stage=f.stage, error=redact(f.error, secrets)[0]) for f in failures]
+    if guard_hit is not None:
+        guard_hit = redact(guard_hit, secrets)[0]
     evidence = _evidence(context, sandbox, dispatch, failures, started, budgets, teardown)
     result = GatewayResult(
         ok=not failures,
         evidence=evidence,
         tool_error=failures[0].error if failures else None,
     )
-    return GatewayRun(result=result, dispatch=dispatch)
+    return GatewayRun(result=result, dispatch=dispatch, guard_hit=guard_hit)
 
 
 async def _true(action: Awaitable[None]) -> bool:

@@ -33,6 +33,7 @@ from sreforge_contracts import (
     Scenario,
     Submission,
     Submitted,
+    Tells,
     find_scenario,
     parse_event,
 )
@@ -142,7 +143,7 @@ class RunnerHandler:
         try:
             sandbox.root.mkdir(parents=True, exist_ok=True)
             context.log.info("agent.start", run_id=event.run_id, agent=state.agent, base=base)
-            result = await drive(resolved, rein, sandbox, budgets)
+            result = await drive(resolved, rein, sandbox, budgets, _tells(event, state))
             secrets = route_secrets(profile.credential_routes)
             outcome = await asyncio.to_thread(
                 _outcome, event.run_id, state.agent, sandbox, base, result, secrets
@@ -204,6 +205,8 @@ def _outcome(
     result: GatewayRun | None,
     secrets: dict[str, str],
 ) -> Submitted | RunFailed:
+    if result is not None and result.guard_hit is not None:  # the agent never started
+        return _failed(run_id, result.guard_hit, "aborted")
     if result is not None and result.dispatch is None:
         primary = result.primary
         where = f"{primary.stage}: {primary.error}" if primary else "no dispatch"
@@ -290,6 +293,12 @@ def _budgets(
         remaining = (state.agent_deadline - datetime.now(UTC)).total_seconds()
         total = min(total, max(remaining, _MIN_BUDGET_S))
     return Budgets(total_s=total, idle_s=limits.idle_s, session_start_s=limits.session_start_s)
+
+
+def _tells(event: BriefReady, state: RunState) -> Tells:
+    """What the agent's sandbox must not show: the run's tells, as the context's guard."""
+    alert = event.contract.eval_only.alert_to_clear
+    return Tells.for_run(state.scenario_id, alert, state.expected_alert)
 
 
 def _find_scenario(root: Path, scenario_id: str) -> Scenario | None:

@@ -18,6 +18,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,6 +101,11 @@ class OpenAIRein:
     def name(self) -> str:
         """The profile's name."""
         return self.profile.name
+
+    @property
+    def session_env(self) -> Mapping[str, str]:
+        """Nothing: the tools run with the sandbox's own env (the key stays runner-side)."""
+        return {}
 
     async def start_session(self, sandbox: AgentSandbox) -> None:
         """The conversation starts with the page."""

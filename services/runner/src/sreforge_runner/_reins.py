@@ -70,6 +70,12 @@ class Rein(Protocol):
         """The rein's name, as recorded in the evidence."""
         ...
 
+    @property
+    def session_env(self) -> Mapping[str, str]:
+        """What the rein adds to the agent's env (known once the session has started):
+        the contamination guard probes the sandbox with it."""
+        ...
+
     async def start_session(self, sandbox: AgentSandbox) -> None:
         """Prepare the agent's session inside a created sandbox."""
 
@@ -89,6 +95,11 @@ class NoopRein:
     """The baseline: starts nothing, changes nothing, never submits."""
 
     name: str = "noop"
+
+    @property
+    def session_env(self) -> Mapping[str, str]:
+        """Nothing: no agent process runs."""
+        return {}
 
     async def start_session(self, sandbox: AgentSandbox) -> None:
         """Nothing to start."""
@@ -110,6 +121,11 @@ class CommandRein:
 
     name: str
     argv: tuple[str, ...]
+
+    @property
+    def session_env(self) -> Mapping[str, str]:
+        """Nothing beyond the sandbox's own env."""
+        return {}
 
     async def start_session(self, sandbox: AgentSandbox) -> None:
         """Nothing beyond the sandbox: the command is the session."""

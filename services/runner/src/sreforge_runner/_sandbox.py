@@ -179,9 +179,12 @@ class HostSandbox(SessionLayout):
         budget_s: float | Budgets,
         extra_env: dict[str, str] | None = None,
         log_path: Path | None = None,
+        *,
+        transcript: bool = True,
     ) -> ProcessOutcome:
         """Run the agent's command in the workspace within its budgets (stdin closed);
-        raw output goes to `log_path` (default: the output log)."""
+        raw output goes to `log_path` (default: the output log) and, unless `transcript`
+        is off (a harness probe), stamped to the transcript."""
         command = list(argv)
         if self.confined:
             command[0] = self._executable(command[0])
@@ -198,7 +201,7 @@ class HostSandbox(SessionLayout):
                 env=self.env(extra_env),
                 budget_s=budget_s,
                 log_path=log_path or self.log_path,
-                transcript_path=self.transcript_path,
+                transcript_path=self.transcript_path if transcript else None,
                 grace_s=self.settings.kill_grace_seconds,
                 on_start=self._remember,
             )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sreforge_context import HARNESS_WORDS, Surface, Tells, describe_leaks, find_leaks
+from sreforge_contracts import HARNESS_WORDS, Surface, Tells, describe_leaks, find_leaks
 
 TELLS = Tells.for_run("latency-cache-stampede", "BookshelfApiLatencyP99High")
 
@@ -88,3 +88,12 @@ def test_describe_leaks_caps_the_list() -> None:
     reason = describe_leaks(leaks, limit=3)
     assert reason.count("oracle' in f") == 3
     assert reason.endswith("and 17 more")
+
+
+def test_describe_leaks_without_excerpts_names_only_the_tell_and_the_surface() -> None:
+    """A surface that may hold a secret-ish value (a sandbox's env) is named, its text is
+    not; each tell and surface is named once however many lines carry it."""
+    leaks = find_leaks([Surface("sandbox env TOOLS", "TOOLS=/opt/sreforge/s3cr3t\n" * 2)], TELLS)
+    reason = describe_leaks(leaks, excerpts=False)
+    assert reason.endswith(": harness word 'sreforge' in sandbox env TOOLS")
+    assert "s3cr3t" not in reason

@@ -1,12 +1,14 @@
-"""What the agent sees of its own sandbox: process titles, environment, HOME, its bin dir.
+"""What the agent sees of its own sandbox: process titles, mounts, env, HOME, its bin dir.
 
-Inside bubblewrap's PID namespace the agent's `ps` shows bwrap's child, the egress
-relay and itself; its env is the runner's allowlist plus PATH, HOME and the
-session marker; HOME holds a `.gitconfig` and the session folder; `/opt/oncall/bin`
-holds `submit`. `SANDBOX_PROBE` is a stdlib-only script that prints all of that as
-JSON from inside a sandbox; `parse_sandbox_probe` reads it back into a
-`SandboxView` and `sandbox_surfaces` turns a view into surfaces. Secret values
-(names like `*_KEY`, `*_TOKEN`) are redacted: only their names are scanned.
+Inside bubblewrap's PID namespace the agent's `ps` shows bwrap's child (its command
+line holds every bind mount's host path), the egress relay and itself;
+`/proc/self/mountinfo` shows each bind mount's host source path too; its env is the
+runner's allowlist plus PATH, HOME and the session marker; HOME holds a `.gitconfig`
+and the session folder; `/opt/oncall/bin` holds `submit`. `SANDBOX_PROBE` is a
+stdlib-only script that prints all of that as JSON from inside a sandbox;
+`parse_sandbox_probe` reads it back into a `SandboxView` and `sandbox_surfaces` turns a
+view into surfaces. Secret values (names like `*_KEY`, `*_TOKEN`) are redacted: only
+their names are scanned.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sreforge_context._errors import SandboxProbeFailed
-from sreforge_context._leak import Surface
+from sreforge_contracts._errors import SandboxProbeFailed
+from sreforge_contracts._tells import Surface
 
 __all__ = ["SANDBOX_PROBE", "SandboxView", "parse_sandbox_probe", "sandbox_surfaces"]
 
@@ -53,6 +55,7 @@ view = {{
     "env": dict(os.environ),
     "home": files(os.environ.get("HOME", "/nonexistent")),
     "bin": files(bin_dir) if bin_dir else {{}},
+    "mounts": open("/proc/self/mountinfo", errors="replace").read(),
 }}
 print("{_PROBE_MARK}" + json.dumps(view))
 """
@@ -67,6 +70,8 @@ class SandboxView:
     env: Mapping[str, str] = field(default_factory=dict)
     home_files: Mapping[str, str] = field(default_factory=dict)
     bin_files: Mapping[str, str] = field(default_factory=dict)
+    mounts: str = ""
+    """`/proc/self/mountinfo` as read inside (a bind mount's host path is in it)."""
 
 
 def parse_sandbox_probe(output: str) -> SandboxView:
@@ -81,21 +86,22 @@ def parse_sandbox_probe(output: str) -> SandboxView:
             env={str(k): str(v) for k, v in raw["env"].items()},
             home_files={str(k): str(v) for k, v in raw["home"].items()},
             bin_files={str(k): str(v) for k, v in raw["bin"].items()},
+            mounts=str(raw["mounts"]),
         )
     except (ValueError, KeyError, AttributeError, TypeError) as error:
         raise SandboxProbeFailed(f"the sandbox probe's view is malformed: {error}") from error
 
 
 def sandbox_surfaces(view: SandboxView) -> list[Surface]:
-    """Process titles, env (secret values redacted), HOME and bin file names and texts."""
-    env = "\n".join(
-        f"{name}={'<redacted>' if _SECRET_NAME.search(name) else value}"
-        for name, value in sorted(view.env.items())
-    )
+    """Process titles, mounts, env one variable a surface (secret values redacted), HOME
+    and bin file names and texts."""
     surfaces = [
         Surface("sandbox process titles", "\n".join(view.process_titles)),
-        Surface("sandbox env", env),
+        Surface("sandbox mounts", view.mounts),
     ]
+    for name, value in sorted(view.env.items()):  # one a variable: a hit can name it alone
+        shown = "<redacted>" if _SECRET_NAME.search(name) else value
+        surfaces.append(Surface(f"sandbox env {name}", f"{name}={shown}"))
     for where, files in (("HOME", view.home_files), ("bin", view.bin_files)):
         surfaces.append(Surface(f"sandbox {where} file names", "\n".join(sorted(files))))
         surfaces += [

@@ -2,8 +2,9 @@
 
 A tell is a harness word (`HARNESS_WORDS`), the scenario id, or an eval-only value
 such as the alert the oracle waits on. Callers gather the agent-visible surfaces
-(the page, the workspace tree and its git history: see `workspace_surfaces`) and
-pass them in with the run's `Tells`; any `Leak` found aborts the run.
+(the context service: the page, the workspace and its git store, the endpoints; the
+runner: the sandbox, see `_sandbox_view`) and pass them in with the run's `Tells`;
+any `Leak` found aborts the run.
 """
 
 from __future__ import annotations
@@ -78,7 +79,12 @@ class Leak:
     excerpt: str
 
     def __str__(self) -> str:
-        return f"{self.what} in {self.where} line {self.line}: {self.excerpt!r}"
+        return f"{self.place} line {self.line}: {self.excerpt!r}"
+
+    @property
+    def place(self) -> str:
+        """The tell and the surface, without the line's text (`harness word 'x' in page`)."""
+        return f"{self.what} in {self.where}"
 
 
 @dataclass(frozen=True)
@@ -145,9 +151,11 @@ def _excerpt(line: str, match: re.Match[str]) -> str:
     return line[start : start + _EXCERPT_CHARS].strip()
 
 
-def describe_leaks(leaks: Iterable[Leak], limit: int = 8) -> str:
-    """One reason line naming what leaked and where (the first `limit` leaks)."""
-    listed = list(leaks)
-    shown = "; ".join(str(leak) for leak in listed[:limit])
+def describe_leaks(leaks: Iterable[Leak], limit: int = 8, *, excerpts: bool = True) -> str:
+    """One reason line naming what leaked and where (the first `limit` leaks). Without
+    `excerpts` only the tell and the surface are named (for surfaces that may hold a
+    secret-ish value, such as a sandbox's env or HOME), each pair once."""
+    listed = list(leaks) if excerpts else list({leak.place: leak for leak in leaks}.values())
+    shown = "; ".join(str(leak) if excerpts else leak.place for leak in listed[:limit])
     more = f"; and {len(listed) - limit} more" if len(listed) > limit else ""
     return f"{GUARD_REASON_PREFIX} harness tells visible to the agent: {shown}{more}"

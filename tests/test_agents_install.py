@@ -46,6 +46,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private engine home whose path names the harness (as the default one does)."""
     home = tmp_path / "sreforge-home"
     monkeypatch.setenv("SREFORGE_HOME", str(home))
+    monkeypatch.setenv("SREFORGE_TOOLS", str(tmp_path / "agent-tools"))
     monkeypatch.delenv("SREFORGE_AGENTS", raising=False)
     return home
 
@@ -62,8 +63,8 @@ def test_npm_presets_install_the_pinned_package_into_a_prefix_at_the_inside_plac
     home: Path,
 ) -> None:
     """npm installs `<package>@<version>` into the prefix the agent will see."""
-    plan = plan_install("codex", home / "tools", home / "agents")
-    assert plan.folder == home / "tools" / "codex" / "0.171.0"
+    plan = plan_install("codex", home.parent / "agent-tools", home / "agents")
+    assert plan.folder == home.parent / "agent-tools" / "codex" / "0.171.0"
     assert plan.executable == plan.folder / "node_modules" / ".bin" / "codex"
     assert install_commands(plan, "uv", "python3") == [
         [
@@ -76,8 +77,8 @@ def test_npm_presets_install_the_pinned_package_into_a_prefix_at_the_inside_plac
 def test_pypi_presets_install_into_a_relocatable_venv_on_a_base_under_usr(home: Path) -> None:
     """A relocatable venv with bytecode compiled where the agent sees it; `--version`
     overrides the pinned release."""
-    plan = plan_install("aider", home / "tools", home / "agents", version="0.86.1")
-    assert plan.folder == home / "tools" / "aider" / "0.86.1"
+    plan = plan_install("aider", home.parent / "agent-tools", home / "agents", version="0.86.1")
+    assert plan.folder == home.parent / "agent-tools" / "aider" / "0.86.1"
     assert plan.executable == plan.folder / "bin" / "aider"
     venv, pip = install_commands(plan, "/run/uv", "/usr/bin/python3.11")
     assert venv == ["/run/uv", "venv", "--quiet", "--relocatable", "--python",
@@ -104,7 +105,7 @@ def test_an_unknown_preset_or_a_bad_version_is_an_operator_error(
 ) -> None:
     """Nothing is installed for a preset without a release or a version that is no name."""
     with pytest.raises(SreforgeError, match=message):
-        plan_install(preset, home / "tools", home / "agents", version)
+        plan_install(preset, home.parent / "agent-tools", home / "agents", version)
 
 
 @needs_bwrap
@@ -119,14 +120,14 @@ def test_install_writes_a_ready_profile_and_a_second_run_installs_nothing(
     assert "installed in" in out
     assert "/opt/agent/codex/node_modules/.bin/codex 0.171.0" in out  # $0 as the agent sees it
     assert "readiness READY" in out
-    folder = home / "tools" / "codex" / "0.171.0"
+    folder = home.parent / "agent-tools" / "codex" / "0.171.0"
     profile = find_profile(REPO / "agents", "codex", home / "agents")
     assert profile.command is not None
     assert profile.command.executable == str(folder / "node_modules" / ".bin" / "codex")
     assert profile.command.install_paths == (str(folder),)
     assert profile.command.mount_at == {str(folder): "/opt/agent/codex"}
     assert profile.command.args[:2] == ("exec", "--json")  # the preset's own defaults kept
-    assert (home / "tools" / "codex" / "0.171.0.json").is_file()
+    assert (home.parent / "agent-tools" / "codex" / "0.171.0.json").is_file()
     request = ExecutionRequest(
         request_id="r", harness_profile_ref="codex", repository="/nowhere", title="page"
     )
@@ -139,7 +140,8 @@ def test_install_writes_a_ready_profile_and_a_second_run_installs_nothing(
     assert installer.installed == ["0.171.0"]
     assert _install(["codex", "--version", "0.170.0"], installer) == 0
     assert installer.installed == ["0.171.0", "0.170.0"]
-    assert (home / "tools" / "codex" / "0.170.0" / "node_modules" / ".bin" / "codex").exists()
+    folder = home.parent / "agent-tools" / "codex" / "0.170.0"
+    assert (folder / "node_modules" / ".bin" / "codex").exists()
 
 
 def test_an_installed_profile_overlays_the_catalog_only_without_sreforge_agents(
@@ -147,7 +149,7 @@ def test_an_installed_profile_overlays_the_catalog_only_without_sreforge_agents(
 ) -> None:
     """An explicit catalog (`SREFORGE_AGENTS`) is the whole catalog: a run-specific copy
     of the profile is never shadowed by the engine home's."""
-    plan = plan_install("codex", home / "tools", home / "agents")
+    plan = plan_install("codex", home.parent / "agent-tools", home / "agents")
     assert install_tool(plan, FakeInstaller()) is not None
     write_profile(plan, REPO / "agents")
     assert RunnerSettings().installed_dir == home / "agents"
@@ -165,7 +167,7 @@ def test_a_registry_failure_names_the_package_and_version_and_leaves_nothing(
     home: Path,
 ) -> None:
     """A release the registry does not have: the error names it; no folder, no marker."""
-    plan = plan_install("codex", home / "tools", home / "agents", version="0.0.0-none")
+    plan = plan_install("codex", home.parent / "agent-tools", home / "agents", version="0.0.0-none")
     with pytest.raises(SreforgeError, match=r"@openai/codex 0\.0\.0-none from npm: `npm install"):
         install_tool(plan, JailedInstaller(progress=lambda line: None))
     assert not plan.folder.exists()
@@ -182,7 +184,7 @@ def test_the_profile_keeps_the_preset_and_sets_the_install_where_no_executable_w
         '# my comment\nname = "aider"\nrein = "command"\n[command]\npreset = "aider"\n'
         'install_paths = ["/old"]\nargs = ["--yes-always"]\n[command.env]\nA = "1"\n'
     )
-    plan = plan_install("aider", home / "tools", home / "agents")
+    plan = plan_install("aider", home.parent / "agent-tools", home / "agents")
     text = profile_text(builtin, plan)
     data = tomllib.loads(text)
     assert data["command"] == {
@@ -196,3 +198,16 @@ def test_the_profile_keeps_the_preset_and_sets_the_install_where_no_executable_w
     assert "# my comment" in text
     assert text.startswith("# Written by `sreforge agents install aider` (aider-chat 0.86.2")
     assert profile_text(text, plan) == text  # rewriting its own output changes nothing
+
+
+def test_a_tools_folder_naming_the_harness_is_refused(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tools under a folder whose path names the harness would show it to the agent
+    (mountinfo): the install refuses before anything is installed, naming the setting."""
+    monkeypatch.setenv("SREFORGE_TOOLS", str(home / "tools"))
+    installer = FakeInstaller()
+    with pytest.raises(SreforgeError, match=r"SREFORGE_TOOLS: .*'sreforge'"):
+        _install(["codex"], installer)
+    assert installer.installed == []
+    assert not (home / "tools").exists()

@@ -40,7 +40,8 @@ def _naming(folder: Path, *needles: str) -> list[str]:
     ("preset", "version", "probe"),
     [
         ("gemini-cli", "0.61.0", "0.61.0"),
-        ("mini-swe-agent", "2.4.6", "This is mini-swe-agent version 2.4.6."),
+        # The other presets (mini-swe-agent's `--help` probe included) are installed the
+        # same way, into the kept tools folder, by tests/agents/test_real_agents.py.
     ],
 )
 def test_a_real_install_is_checked_ready_names_no_harness_and_is_idempotent(
@@ -55,6 +56,7 @@ def test_a_real_install_is_checked_ready_names_no_harness_and_is_idempotent(
     the sandbox, and what the agent can read of its install never names the harness."""
     home = tmp_path / "sreforge-state"
     monkeypatch.setenv("SREFORGE_HOME", str(home))
+    monkeypatch.setenv("SREFORGE_TOOLS", str(tmp_path / "agent-tools"))
     monkeypatch.delenv("SREFORGE_AGENTS", raising=False)
     started = time.monotonic()
     assert main(["agents", "install", preset]) == 0, capsys.readouterr()
@@ -65,7 +67,7 @@ def test_a_real_install_is_checked_ready_names_no_harness_and_is_idempotent(
     assert record is not None
     assert record.checks[-1].exit_code == 0
     assert record.checks[-1].first_line == probe
-    folder = home / "tools" / preset / version
+    folder = tmp_path / "agent-tools" / preset / version
     assert _naming(folder, str(home), "sreforge") == []
 
     started = time.monotonic()

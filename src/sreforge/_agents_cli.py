@@ -17,7 +17,7 @@ import shlex
 from collections.abc import Callable
 from typing import TypeVar
 
-from sreforge_contracts import HarnessProfile, OperationalReadiness
+from sreforge_contracts import HARNESS_WORDS, HarnessProfile, OperationalReadiness
 from sreforge_runner import (
     ProbeRecord,
     ProfileError,
@@ -138,8 +138,15 @@ def handle_agents_install(args: argparse.Namespace, installer: Installer | None 
     """Install the preset's CLI (unless there), write its ready profile, check it; exit 1
     unless the check passes."""
     settings = RunnerSettings()
-    home = EngineSettings().home
-    plan = plan_install(args.preset, home / "tools", settings.readiness_dir, args.version)
+    tools = EngineSettings().tools
+    named = [word for word in HARNESS_WORDS if word in str(tools.absolute()).lower()]
+    if named:
+        raise SreforgeError(
+            f"SREFORGE_TOOLS: {tools} names the harness ({named[0]!r}); a confined agent can "
+            "read its tools' host path (/proc/self/mountinfo) and the contamination guard "
+            "would abort every run: choose a folder with a neutral name"
+        )
+    plan = plan_install(args.preset, tools, settings.readiness_dir, args.version)
     release = plan.release
     print(
         f"installing {release.preset}: {release.package} {release.version} from "

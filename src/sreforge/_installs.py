@@ -1,13 +1,14 @@
 """What `sreforge agents install` installs, and where: one table, pure plans.
 
 `RELEASES` pins, per CLI preset, the registry, the package, the release tested and
-the executable it ships. `plan_install` lays an install out in the engine home:
-the tool in `tools/<preset>/<version>/` (an npm prefix or a relocatable venv), a
-marker `tools/<preset>/<version>.json` beside it (outside the folder the agent
-sees), and the ready profile `agents/<preset>.toml`, which overlays the catalog's
-profile of the same name. The tool is installed, and runs, at `/opt/agent/<preset>`
-inside a sandbox (`mount_at`), so the engine home's path (it names the harness)
-never reaches the agent, not even in what npm or pip record at install time.
+the executable it ships. `plan_install` lays an install out: the tool in
+`<tools>/<preset>/<version>/` (an npm prefix or a relocatable venv; `<tools>` is
+`SREFORGE_TOOLS`, a neutral folder outside the engine home, whose path names the
+harness), a marker `<tools>/<preset>/<version>.json` beside it (outside the folder the
+agent sees), and the ready profile `<home>/agents/<preset>.toml`, which overlays the
+catalog's profile of the same name. The tool is installed, and runs, at
+`/opt/agent/<preset>` inside a sandbox (`mount_at`), so what npm or pip record at
+install time names that place; only mountinfo shows the host folder.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class InstallPlan:
 
     release: ToolRelease
     folder: Path
-    """`<home>/tools/<preset>/<version>`: the npm prefix or the venv."""
+    """`<tools>/<preset>/<version>`: the npm prefix or the venv."""
     profile_path: Path
     """`<home>/agents/<preset>.toml`: the ready profile."""
 
@@ -116,7 +117,7 @@ def plan_install(
     preset: str, tools: Path, profiles: Path, version: str | None = None
 ) -> InstallPlan:
     """The plan for `preset` (at `version`, default the pinned one): the tool under
-    `tools` (`<home>/tools`), its profile in `profiles` (`<home>/agents`)."""
+    `tools` (`SREFORGE_TOOLS`), its profile in `profiles` (`<home>/agents`)."""
     release = RELEASES.get(preset)
     if release is None:
         raise SreforgeError(

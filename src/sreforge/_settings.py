@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field
@@ -16,6 +17,13 @@ def _default_home() -> Path:
     return Path.home() / ".local" / "state" / "sreforge"
 
 
+def _default_tools() -> Path:
+    # Not under the engine home: its path names the harness, and a confined agent can
+    # read where its tools are mounted from (/proc/self/mountinfo).
+    data = os.environ.get("XDG_DATA_HOME")
+    return (Path(data) if data else Path.home() / ".local" / "share") / "agent-tools"
+
+
 class EngineSettings(BaseSettings):
     """Where the engine keeps state and which NATS it talks to.
 
@@ -28,6 +36,10 @@ class EngineSettings(BaseSettings):
 
     nats_url: str | None = None
     home: Path = Field(default_factory=_default_home)
+    tools: Path = Field(default_factory=_default_tools)
+    """Where `sreforge agents install` puts real CLIs (`SREFORGE_TOOLS`; default
+    `$XDG_DATA_HOME/agent-tools`, else `~/.local/share/agent-tools`): a neutral path,
+    since the agent can read its tools' host path."""
     log_format: LogFormat = "console"
     log_level: str = "INFO"
 

@@ -1,8 +1,9 @@
 """Real CLI agents as shipped: each preset's current release in a whole graded run.
 
-Each preset's CLI is installed with `sreforge agents install <preset>` into a test engine
-home kept between CI runs (`SREFORGE_TEST_AGENTS_HOME`, default
-`~/.cache/sreforge-test-agents`; the second install is a no-op), exactly as a user would.
+Each preset's CLI is installed with `sreforge agents install <preset>`, exactly as a user
+would: into the default tools folder (`~/.local/share/agent-tools`, kept between CI runs,
+so a second install is a no-op), its profile into a test engine home
+(`SREFORGE_TEST_AGENTS_HOME`, default `~/.cache/sreforge-test-agents`).
 Each run gets that profile in a catalog of its own, pointed (`metadata.upstream`) at a
 **replay model server** — the test double for the hosted model API, which cannot run
 here — that plays the preset's conversation from `replay.conversations`: inspect, apply
@@ -68,10 +69,11 @@ def _toml(table: dict[str, Any], prefix: str = "") -> str:
     """A profile as TOML (its values are strings, numbers, booleans, lists and tables)."""
     scalars = [(k, v) for k, v in table.items() if not isinstance(v, dict)]
     lines = [f"[{prefix}]"] if prefix and scalars else []
-    lines += [f"{key} = {json.dumps(value)}" for key, value in scalars]
+    lines += [f"{json.dumps(key)} = {json.dumps(value)}" for key, value in scalars]
     for key, value in table.items():
         if isinstance(value, dict):
-            lines += ["", _toml(value, f"{prefix}.{key}" if prefix else key)]
+            header = f"{prefix}.{json.dumps(key)}" if prefix else json.dumps(key)
+            lines += ["", _toml(value, header)]
     return "\n".join(lines)
 
 

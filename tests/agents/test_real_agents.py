@@ -146,7 +146,9 @@ def _passes_as_shipped(pool: RunPool, preset: str) -> None:
     assert (transcript["harness"], transcript["confinement"]) == (preset, "host-sandboxed")
     calls = transcript["raw_json"]["model_calls"]
     assert calls["calls"] >= 2, calls
-    assert calls["total_tokens"] > 0, calls
+    assert calls["tokens_in"] > 0, calls
+    assert calls["tokens_out"] > 0, calls
+    assert calls["error_calls"] == 0, f"refused or failed model calls: {calls}"
     server, key = _servers[preset], _keys[preset]
     auth = [
         " ".join(r.headers.get(h, "") for h in ("authorization", "x-api-key", "x-goog-api-key"))

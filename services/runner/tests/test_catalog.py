@@ -317,3 +317,27 @@ def test_a_binary_that_answers_inside_the_sandbox_is_ready(tmp_path: Path) -> No
     assert "git version" in (record.readiness.evidence or "")
     assert [check.exit_code for check in record.checks] == [0, 0]
     assert not resolve(_request("gitty"), settings).proof_run
+
+
+def test_no_preset_writes_a_harness_tell_where_its_agent_reads() -> None:
+    """What a preset puts in the agent's HOME and env (config files, quiet env) names no
+    harness word: the per-run contamination guard would abort every run of it (aider's
+    price-list placeholder once said "left empty by the harness")."""
+    from sreforge_contracts import HARNESS_WORDS
+    from sreforge_runner._presets import PRESET_ENV, PROXY_PRESETS
+
+    told = [
+        (preset, where, word)
+        for preset, plan in PROXY_PRESETS.items()
+        for where, text in plan.config_files
+        for word in HARNESS_WORDS
+        if word in text.lower() or word in where.lower()
+    ]
+    told += [
+        (preset, name, word)
+        for preset, env in PRESET_ENV.items()
+        for name, value in env.items()
+        for word in HARNESS_WORDS
+        if word in f"{name}={value}".lower()
+    ]
+    assert told == []

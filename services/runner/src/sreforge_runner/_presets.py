@@ -154,7 +154,7 @@ wire_api = "responses"
 supports_websockets = false
 """
 # Non-empty and fresh, so aider does not fetch its copy of litellm's price list.
-_AIDER_INFO = '{"_note": "left empty by the harness: model info from litellm\'s own map"}\n'
+_AIDER_INFO = '{"_note": "model info comes from litellm\'s bundled map"}\n'
 
 PROXY_PRESETS: Mapping[str, ProxyPlan] = {
     "claude-code": _ANTHROPIC,

@@ -149,6 +149,10 @@ def _passes_as_shipped(pool: RunPool, preset: str) -> None:
     assert calls["tokens_in"] > 0, calls
     assert calls["tokens_out"] > 0, calls
     assert calls["error_calls"] == 0, f"refused or failed model calls: {calls}"
+    print(
+        f"{preset}: {outcome['verdict']} {record['score']['score']}, {calls['calls']} calls, "
+        f"{calls['tokens_in']}/{calls['tokens_out']} tokens, wall {run.wall_s:.0f} s"
+    )
     server, key = _servers[preset], _keys[preset]
     auth = [
         " ".join(r.headers.get(h, "") for h in ("authorization", "x-api-key", "x-goog-api-key"))

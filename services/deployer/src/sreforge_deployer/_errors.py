@@ -9,7 +9,8 @@ DeployerError
 ├── ConfinementFailed       agent code cannot be confined here (bwrap missing, a bad bind)
 ├── WorkspaceError          building the run's git workspace or delivering a fault failed
 ├── LoadControlError        the load generator refused a pause/resume
-└── TeardownIncompleteError something of the run survived teardown
+├── TeardownIncompleteError something of the run survived teardown
+└── TopologyFault           anything else a topology's call raised (the cause chained)
 ```
 """
 
@@ -26,6 +27,7 @@ __all__ = [
     "PortUnavailableError",
     "StackSpecError",
     "TeardownIncompleteError",
+    "TopologyFault",
     "WorkspaceError",
 ]
 
@@ -99,3 +101,12 @@ class TeardownIncompleteError(DeployerError):
         super().__init__(f"run {run_id}: teardown left things behind:\n{listing}")
         self.run_id = run_id
         self.leftovers = leftovers
+
+
+class TopologyFault(DeployerError):
+    """Something a topology called failed in a way no other error names (an OSError, a
+    library's own error); the cause is chained, and the message is the cause's."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause

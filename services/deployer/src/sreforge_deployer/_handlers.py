@@ -24,7 +24,7 @@ from sreforge_contracts import (
 )
 
 from sreforge_deployer._ci import CiRun
-from sreforge_deployer._errors import StackSpecError
+from sreforge_deployer._errors import StackSpecError, TopologyFault
 from sreforge_deployer._gate import CiProtection
 from sreforge_deployer._spec import ScenarioSetup
 from sreforge_deployer._test_sets import ChangedTests
@@ -124,7 +124,12 @@ def fault_armed(run_id: str, facts: ArmFacts) -> FaultArmed:
 def failure(
     run_id: str, stage: str, error: BaseException, verdict: Literal["aborted", "error"] = "aborted"
 ) -> RunFailed:
-    """RunFailed whose reason is the error's own message (component, log tail), capped."""
+    """RunFailed whose reason is the error's own message (component, log tail), capped.
+
+    A `TopologyFault` reads as the error it wraps.
+    """
+    if isinstance(error, TopologyFault):
+        error = error.cause
     text = str(error).strip() or type(error).__name__
     reason = f"{type(error).__name__}: {text}"
     if len(reason) > MAX_REASON_CHARS:

@@ -10,9 +10,9 @@ import json
 from collections.abc import Sequence
 
 from sreforge_bus import RunStore
-from sreforge_contracts import Event, parse_event
+from sreforge_contracts import Event, RunState, parse_event
 
-__all__ = ["PENDING", "StageLedger"]
+__all__ = ["PENDING", "KvClaims", "StageLedger"]
 
 PENDING = b"{}"
 
@@ -40,3 +40,31 @@ class StageLedger:
         """Store the stage's events (after they are published)."""
         body = {"events": [event.model_dump(mode="json") for event in events]}
         await self._runs.put(self.key, json.dumps(body).encode())
+
+
+class KvClaims:
+    """The saga's `Claims` in the bus's run store: one `StageLedger` per stage."""
+
+    def __init__(self, runs: RunStore) -> None:
+        self._runs = runs
+
+    async def claim(self, stage: str, run_id: str) -> bool:
+        """True when this call is the one that does the stage."""
+        return await StageLedger(self._runs, stage, run_id).claim()
+
+    async def outcome(self, stage: str, run_id: str) -> list[Event] | None:
+        """The stored events of a finished stage; None while pending or never claimed."""
+        return await StageLedger(self._runs, stage, run_id).outcome()
+
+    async def save(self, stage: str, run_id: str, events: Sequence[Event]) -> None:
+        """Store the stage's events."""
+        await StageLedger(self._runs, stage, run_id).save(events)
+
+    async def ended(self, run_id: str) -> bool:
+        """Whether `deployer.cleanup.<run_id>` is claimed."""
+        return await self._runs.get(f"deployer.cleanup.{run_id}") is not None
+
+    async def run_state(self, run_id: str) -> RunState | None:
+        """The run's state entry, validated (`ValueError` when unreadable)."""
+        entry = await self._runs.get(run_id)
+        return None if entry is None else RunState.model_validate_json(entry.value)

@@ -9,7 +9,12 @@ import httpx
 
 from sreforge_deployer._errors import ComponentStartError, DeployerError
 from sreforge_deployer._process import LaunchSpec, log_tail
-from sreforge_deployer._render import RenderedObservability, scale_duration
+from sreforge_deployer._render import (
+    RenderedObservability,
+    parse_duration,
+    render_observability,
+    scale_duration,
+)
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 
@@ -18,6 +23,8 @@ __all__ = [
     "go_runtime_env",
     "observability_launches",
     "prometheus_launch",
+    "render_run_observability",
+    "settle_past_windows",
     "wait_scraped",
     "wait_scraped_since",
 ]
@@ -178,3 +185,29 @@ def wait_scraped_since(prometheus_url: str, job: str, when: float, timeout_secon
                 pass
             time.sleep(0.1)
     raise DeployerError(f"Prometheus has no scrape of job {job!r} after {when:.1f} in time")
+
+
+def render_run_observability(
+    templates: Path, obs: Path, wiring: Wiring, token: str, receiver: str, time_scale: float
+) -> RenderedObservability:
+    """Render the run's Prometheus and Alertmanager configs into `obs` (created here)."""
+    obs.mkdir(parents=True)
+    # Always the run's own copy: Alertmanager shows its config (the file's path) to
+    # anyone who asks, the agent included, and a shared token file lives in the engine
+    # home, whose path names the harness.
+    token_file = obs / "webhook.token"
+    token_file.write_text(token)
+    token_file.chmod(0o600)
+    values = wiring.template_values(receiver, token_file)
+    return render_observability(templates, obs, values, time_scale)
+
+
+def settle_past_windows(
+    prometheus_url: str, rendered: RenderedObservability, job: str, since: float
+) -> None:
+    """Wait until every rule window has moved past `since` (plus a scrape) for `job`."""
+    if not rendered.longest_window:
+        return
+    window = parse_duration(rendered.longest_window) / 1000
+    scrape = parse_duration(rendered.scrape_interval) / 1000
+    wait_scraped_since(prometheus_url, job, since + window + scrape, window + 30.0)

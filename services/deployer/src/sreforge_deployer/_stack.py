@@ -6,12 +6,9 @@ import contextlib
 import os
 import secrets
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 
-import httpx
 import psutil
 
 from sreforge_deployer._confine import check as check_confinement
@@ -21,10 +18,12 @@ from sreforge_deployer._errors import (
     LoadControlError,
     TeardownIncompleteError,
 )
+from sreforge_deployer._load import post_load
 from sreforge_deployer._observability import (
     observability_launches,
+    render_run_observability,
+    settle_past_windows,
     wait_scraped,
-    wait_scraped_since,
 )
 from sreforge_deployer._ports import PortAllocator, PortLease
 from sreforge_deployer._process import (
@@ -35,11 +34,7 @@ from sreforge_deployer._process import (
     run_once,
     stop_groups,
 )
-from sreforge_deployer._render import (
-    RenderedObservability,
-    parse_duration,
-    render_observability,
-)
+from sreforge_deployer._render import RenderedObservability
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import (
     ComponentSpec,
@@ -48,9 +43,10 @@ from sreforge_deployer._spec import (
     load_scenario_setup,
     load_stack_spec,
 )
-from sreforge_deployer._state import GroupRecord, StackRecord
-from sreforge_deployer._teardown import leftovers, remove_run_dir
+from sreforge_deployer._state import StackRecord, live_groups
+from sreforge_deployer._teardown import TeardownReport, leftovers, remove_run_dir
 from sreforge_deployer._token import read_or_create_token
+from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
 
@@ -60,24 +56,6 @@ _BAKED_MODES = ("setup-baked", "arm-runtime-notrace")
 _RECENT_MODES = ("arm-deploy-recent", "multi-commit")
 # Sent nowhere: a closed loopback port, for stacks started without a receiver.
 _NO_RECEIVER = "http://127.0.0.1:9/"
-
-
-@dataclass(frozen=True)
-class TeardownReport:
-    """What a teardown stopped and checked: process groups, ports, run dir, leftovers."""
-
-    groups: dict[str, int]
-    ports: dict[str, int]
-    run_dir: Path
-    leftovers: list[str]
-
-
-@dataclass(frozen=True)
-class StackEndpoints:
-    """URLs of a running stack: what the agent may be told, and everything for operators."""
-
-    agent: dict[str, str]
-    operator: dict[str, str]
 
 
 class LocalStack:
@@ -132,12 +110,7 @@ class LocalStack:
         self.up()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.down()
 
     def up(self) -> StackEndpoints:
@@ -268,13 +241,11 @@ class LocalStack:
 
     def pause(self) -> None:
         """Pause the load generator (it keeps serving metrics)."""
-        load = self._require_load()
-        self._post_load(load.pause)
+        self._post_load(self._require_load().pause)
 
     def resume(self) -> None:
         """Resume the load generator at its target rate."""
-        load = self._require_load()
-        self._post_load(load.resume)
+        self._post_load(self._require_load().resume)
 
     @property
     def ports(self) -> dict[str, int]:
@@ -312,13 +283,9 @@ class LocalStack:
         return [proc for pgid in self.pgids().values() for proc in group_members(pgid)]
 
     def _settle(self, since: float) -> None:
-        rendered = self.rendered
-        if rendered is None or PROMETHEUS not in self._components or not rendered.longest_window:
-            return
-        window = parse_duration(rendered.longest_window) / 1000
-        scrape = parse_duration(rendered.scrape_interval) / 1000
-        job = self.spec.component(self.spec.service).job or self.spec.service
-        wait_scraped_since(self.url(PROMETHEUS), job, since + window + scrape, window + 30.0)
+        if self.rendered is not None and PROMETHEUS in self._components:
+            job = self.spec.component(self.spec.service).job or self.spec.service
+            settle_past_windows(self.url(PROMETHEUS), self.rendered, job, since)
 
     def _wiring(self) -> Wiring:
         return Wiring(
@@ -373,24 +340,16 @@ class LocalStack:
             self._start(self._wiring().launch(self.spec.component(name), self._runtime_env))
 
     def _stop_timeout(self, name: str) -> float:
-        names = {c.name: c for c in self.spec.components}
-        if name in names:
-            return names[name].stop_timeout_seconds
-        return self.settings.stop_timeout_seconds
+        found = (c.stop_timeout_seconds for c in self.spec.components if c.name == name)
+        return next(found, self.settings.stop_timeout_seconds)
 
     def _start_observability(self) -> None:
-        obs = self.run_dir / "observability"
-        obs.mkdir(parents=True)
-        # Always the run's own copy: Alertmanager shows its config (the file's path) to
-        # anyone who asks, the agent included, and a shared token file lives in the engine
-        # home, whose path names the harness.
-        token_file = obs / "webhook.token"
-        token_file.write_text(self.webhook_token)
-        token_file.chmod(0o600)
-        wiring = self._wiring()
-        values = wiring.template_values(self.webhook_url or _NO_RECEIVER, token_file)
-        template_dir = self.spec.root / self.spec.observability
-        self.rendered = render_observability(template_dir, obs, values, self.time_scale)
+        obs, wiring = self.run_dir / "observability", self._wiring()
+        templates = self.spec.root / self.spec.observability
+        receiver = self.webhook_url or _NO_RECEIVER
+        self.rendered = render_run_observability(
+            templates, obs, wiring, self.webhook_token, receiver, self.time_scale
+        )
         for launch in observability_launches(self.settings, self.rendered, wiring, obs):
             self._start(launch)
 
@@ -400,12 +359,6 @@ class LocalStack:
         wait_scraped(self.url(PROMETHEUS), jobs, self.settings.scrape_timeout_seconds, log)
 
     def _record(self) -> StackRecord:
-        groups = {}
-        for name, pgid in self._groups_seen.items():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                groups[name] = GroupRecord(
-                    pgid=pgid, leader_started_at=psutil.Process(pgid).create_time()
-                )
         known = {name: self.url(name) for name in self._leases}
         return StackRecord(
             run_id=self.run_id,
@@ -415,7 +368,7 @@ class LocalStack:
             time_scale=self.time_scale,
             port_lock_dir=self.settings.port_lock_dir,
             ports=self.ports,
-            groups=groups,
+            groups=live_groups(self._groups_seen),
             agent_endpoints={k: v for k, v in known.items() if k in self._agent_names()},
             operator_endpoints=known,
             engine_home=self.settings.engine_home,
@@ -436,14 +389,7 @@ class LocalStack:
         return load
 
     def _post_load(self, path: str | None, timeout: float = 5.0) -> None:
-        load = self._require_load()
-        url = f"{self.url(load.name)}{path}"
-        try:
-            response = httpx.post(url, timeout=timeout, trust_env=False)
-        except httpx.HTTPError as error:
-            raise LoadControlError(f"POST {url} failed: {error}") from error
-        if not response.is_success:
-            raise LoadControlError(f"POST {url} answered {response.status_code}: {response.text}")
+        post_load(f"{self.url(self._require_load().name)}{path}", timeout)
 
     def _teardown_after(self, error: BaseException) -> None:
         try:

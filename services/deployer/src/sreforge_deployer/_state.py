@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 
+import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["STATE_FILE", "GroupRecord", "StackRecord", "list_records", "read_record"]
+__all__ = [
+    "STATE_FILE",
+    "GroupRecord",
+    "StackRecord",
+    "list_records",
+    "live_groups",
+    "read_record",
+]
 
 STATE_FILE = "stack.json"
 
@@ -73,3 +82,14 @@ def list_records(runs_root: Path) -> list[StackRecord]:
         return []
     records = [read_record(child) for child in runs_root.iterdir() if child.is_dir()]
     return sorted((r for r in records if r is not None), key=lambda r: r.run_id)
+
+
+def live_groups(pgids: dict[str, int]) -> dict[str, GroupRecord]:
+    """Each component's group whose leader still runs, with the leader's start time."""
+    groups = {}
+    for name, pgid in pgids.items():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            groups[name] = GroupRecord(
+                pgid=pgid, leader_started_at=psutil.Process(pgid).create_time()
+            )
+    return groups

@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -16,6 +17,7 @@ from sreforge_deployer._process import groups_members, stop_group
 from sreforge_deployer._state import GroupRecord, StackRecord, list_records, read_record
 
 __all__ = [
+    "TeardownReport",
     "leftovers",
     "list_stacks",
     "remove_run_dir",
@@ -24,6 +26,16 @@ __all__ = [
 ]
 
 _POLL_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class TeardownReport:
+    """What a teardown stopped and checked: process groups, ports, run dir, leftovers."""
+
+    groups: dict[str, int]
+    ports: dict[str, int]
+    run_dir: Path
+    leftovers: list[str]
 
 
 def leftovers(groups: dict[str, int], ports: dict[str, int], run_dir: Path | None) -> list[str]:

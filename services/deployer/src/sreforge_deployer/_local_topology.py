@@ -1,0 +1,182 @@
+"""The local topology: the `Topology` of `_topology.py` over `LocalStack` and `CiCheckout`.
+
+`_guarded` is the one boundary where anything a local stack or git raises becomes a
+`DeployerError` (a `TopologyFault` when nothing narrower names it), so the stages
+catch only the package's own errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from sreforge_contracts import RunRequested
+
+from sreforge_deployer._ci import CiCheckout, CiRun, merge_and_checkout
+from sreforge_deployer._cleanup import down_owned, down_recorded
+from sreforge_deployer._confine import confinement_for
+from sreforge_deployer._errors import DeployerError, TopologyFault
+from sreforge_deployer._handlers import (
+    ArmFacts,
+    StackFacts,
+    ci_protection,
+    find_scenario_dir,
+)
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._stack import LocalStack
+from sreforge_deployer._teardown import leftovers
+from sreforge_deployer._topology import CiTarget
+
+__all__ = ["LocalCheckout", "LocalTopologies", "LocalTopology"]
+
+T = TypeVar("T")
+
+
+def _guarded(call: Callable[[], T]) -> T:
+    try:
+        return call()
+    except DeployerError:
+        raise
+    except Exception as error:  # the boundary: whatever else broke, as the package's error
+        raise TopologyFault(error) from error
+
+
+class LocalTopology:
+    """One run's stack as local child processes (`LocalStack`)."""
+
+    def __init__(self, stack: LocalStack) -> None:
+        self.stack = stack
+
+    @property
+    def service(self) -> str:
+        """The component the agent fixes."""
+        return self.stack.spec.service
+
+    @property
+    def readiness_gate(self) -> bool:
+        """The scenario's READINESS_GATE."""
+        return self.stack.setup.readiness_gate
+
+    def up(self) -> StackFacts:
+        """Start the stack (`LocalStack.up`) and report both endpoint views."""
+        stack = self.stack
+        endpoints = _guarded(stack.up)
+        assert stack.workspace is not None
+        return StackFacts(
+            stack=stack.spec.name,
+            run_dir=stack.run_dir,
+            agent_endpoints=endpoints.agent,
+            operator_endpoints=endpoints.operator,
+            workspace=stack.workspace.path,
+            service=stack.spec.service,
+        )
+
+    def arm(self) -> ArmFacts:
+        """Deliver the fault, start the load (`LocalStack.arm`)."""
+        stack = self.stack
+        base_commit = _guarded(stack.arm)
+        assert stack.armed_at is not None
+        return ArmFacts(stack.armed_at, base_commit, stack.fault_commit, stack.setup)
+
+    def redeploy(self) -> None:
+        """Restart the service behind the scenario's readiness gate."""
+        _guarded(lambda: self.stack.redeploy(self.service))
+
+    def ci_target(self) -> CiTarget | None:
+        """The workspace and base commit once the stack is up."""
+        stack = self.stack
+        if stack.workspace is None or not stack.base_commit:
+            return None
+        return CiTarget(stack.workspace.path, stack.base_commit, stack.setup.scenario_id)
+
+    def stop_processes(self) -> None:
+        """Stop every process group, keep the run dir."""
+        self.stack.stop_processes()
+
+    def down(self) -> list[str]:
+        """Tear down and verify; what is left."""
+        return down_owned(self.stack, self.stack.run_dir)
+
+
+class LocalCheckout:
+    """CI and the merge on a clone of a local run workspace (`CiCheckout`)."""
+
+    def __init__(self, checkout: CiCheckout, target: CiTarget, settings: DeployerSettings):
+        self.checkout = checkout
+        self._target = target
+        self._settings = settings
+
+    def gate(self, diff: str) -> CiRun:
+        """The scenario's CI test sets on the submission, jailed."""
+        settings = self._settings
+
+        def run() -> CiRun:
+            protection = ci_protection(settings.use_cases, self._target.scenario_id)
+            return self.checkout.run(
+                diff,
+                settings.python,
+                settings.ci_timeout_seconds,
+                settings.ci_output_max_chars,
+                protection,
+            )
+
+        return _guarded(run)
+
+    def prepare(self, diff: str) -> str | None:
+        """The submission's tree id, None when it does not apply."""
+        tree, _ = _guarded(lambda: self.checkout.prepare(diff))
+        return tree
+
+    def merge(self, tree: str) -> None:
+        """Merge `tree` into the workspace's main and check it out."""
+        _guarded(lambda: merge_and_checkout(self.checkout, tree))
+
+    def close(self) -> None:
+        """Remove the clone."""
+        self.checkout.close()
+
+
+class LocalTopologies:
+    """The local `TopologyProvider` (settings from the environment on first use)."""
+
+    def __init__(self, settings: DeployerSettings | None = None) -> None:
+        self._settings = settings
+
+    @property
+    def settings(self) -> DeployerSettings:
+        """The settings in force (`SREFORGE_DEPLOYER_*`), read on first use."""
+        if self._settings is None:
+            self._settings = DeployerSettings()
+        return self._settings
+
+    def open(self, event: RunRequested) -> LocalTopology:
+        """The run's `LocalStack`, not started."""
+        settings = self.settings
+
+        def build() -> LocalStack:
+            return LocalStack(
+                find_scenario_dir(settings.use_cases, event.scenario),
+                time_scale=event.time_scale,
+                run_id=event.run_id,
+                webhook_url=settings.alert_webhook_base,
+                webhook_route=event.alert_route,
+                webhook_token_file=settings.alert_token_file,
+                settings=settings,
+            )
+
+        return LocalTopology(_guarded(build))
+
+    def checkout(self, target: CiTarget, *, confined: bool) -> LocalCheckout:
+        """A clone of the run workspace at its base commit."""
+        confinement = confinement_for(self.settings.bwrap_path) if confined else None
+        checkout = CiCheckout(target.workspace, target.base_commit, confinement)
+        return LocalCheckout(checkout, target, self.settings)
+
+    def down_elsewhere(self, run_id: str) -> list[str]:
+        """Tear down from the run's state file (a stack another process started)."""
+        settings = self.settings
+        return down_recorded(settings.runs_root / run_id, settings.teardown_timeout_seconds)
+
+    def leftovers(self, run_id: str) -> list[str]:
+        """Whether the run's dir is still there."""
+        return leftovers({}, {}, self.settings.runs_root / run_id)

@@ -1,0 +1,312 @@
+"""The deployer's saga: each stage claimed once per run, replayed on redelivery.
+
+stack → arm (RunRequested), CI → merge → redeploy (Submitted), stop (Scored),
+cleanup (Recorded). Each stage is claimed in KV (`deployer.<stage>.<run_id>`, through
+`Claims`) and its events stored there, so a redelivered input republishes them
+instead of acting twice; a claim found pending means the process doing it stopped,
+and the stage fails with an `error` verdict rather than run twice. The saga keeps the
+topologies this process holds (run id → topology), each behind a lock that orders
+provisioning, redeploy and cleanup. It never publishes: each entry returns a `Step`,
+the events to publish now and, when the stage goes on once they are out, what follows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import structlog
+from sreforge_contracts import (
+    CiResult,
+    Event,
+    Recorded,
+    RunFailed,
+    RunRequested,
+    RunState,
+    Scored,
+    StackReady,
+    Submitted,
+)
+
+from sreforge_deployer import _stages
+from sreforge_deployer._errors import DeployerError
+from sreforge_deployer._handlers import PRODUCER, cleaned_up, deploy_failed, failure
+from sreforge_deployer._topology import Checkout, CiTarget, Topology, TopologyProvider
+
+__all__ = ["Claims", "Saga", "Step"]
+
+Log = structlog.stdlib.BoundLogger
+
+
+class Claims(Protocol):
+    """Once-per-run claims of the deployer's stages and the events each one stored."""
+
+    async def claim(self, stage: str, run_id: str) -> bool:
+        """True when this call is the one that does the stage."""
+        ...
+
+    async def outcome(self, stage: str, run_id: str) -> list[Event] | None:
+        """The stored events of a finished stage; None while pending or never claimed."""
+        ...
+
+    async def save(self, stage: str, run_id: str, events: Sequence[Event]) -> None:
+        """Store what the stage produced."""
+        ...
+
+    async def ended(self, run_id: str) -> bool:
+        """Whether the run's cleanup has been claimed (its stack is or will be gone)."""
+        ...
+
+    async def run_state(self, run_id: str) -> RunState | None:
+        """The run's state as the bus holds it; `ValueError` when unreadable."""
+        ...
+
+
+@dataclass(frozen=True)
+class Step:
+    """Events to publish now; with `then`, the stage goes on once they are out.
+
+    `abandon` answers a publish the bus refused (the stage undoes what it started).
+    """
+
+    events: Sequence[Event] = ()
+    then: Callable[[], Awaitable[Sequence[Event]]] | None = None
+    abandon: Callable[[Exception], Awaitable[Sequence[Event]]] | None = None
+
+
+@dataclass
+class _Run:
+    """A run's topology in this process; the lock orders provisioning, redeploy, cleanup."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    topology: Topology | None = None
+
+
+class Saga:
+    """The deployer's stages over topologies from `provider` (the registry is in here)."""
+
+    def __init__(self, provider: TopologyProvider, clock: _stages.Clock = time.monotonic) -> None:
+        self.provider = provider
+        self._clock = clock
+        self._runs: dict[str, _Run] = {}
+
+    def topologies(self) -> dict[str, Topology]:
+        """The topologies this process holds right now, by run id."""
+        return {rid: run.topology for rid, run in self._runs.items() if run.topology is not None}
+
+    @asynccontextmanager
+    async def stack(self, event: RunRequested, claims: Claims, log: Log) -> AsyncIterator[Step]:
+        """Provision: StackReady now, then arming (FaultArmed); once per run."""
+        run_id = event.run_id
+        if not await claims.claim("stack", run_id):
+            yield Step(await self._replay(claims, run_id, "stack"))
+            return
+        if await claims.ended(run_id):
+            log.info("deployer.skip_provision", run_id=run_id, reason="ended")
+            await claims.save("stack", run_id, [])
+            yield Step()
+            return
+        run = self._runs.setdefault(run_id, _Run())
+        async with run.lock:
+            ready = await self._provision(event, run, log)
+            if not isinstance(ready, StackReady):
+                await claims.save("stack", run_id, [ready])
+                yield Step([ready])
+                return
+
+            async def arm() -> Sequence[Event]:
+                armed = await self._arm(run_id, run, log)
+                await claims.save("stack", run_id, [ready, armed])
+                return [armed]
+
+            async def abandon(error: Exception) -> Sequence[Event]:
+                await asyncio.to_thread(self._down, run_id, run)  # do not leave a stack
+                failed = failure(run_id, "stack", error, verdict="error")
+                await claims.save("stack", run_id, [failed])
+                return [failed]
+
+            yield Step([ready], then=arm, abandon=abandon)
+
+    @asynccontextmanager
+    async def ci(self, event: Submitted, claims: Claims, log: Log) -> AsyncIterator[Step]:
+        """CI gate on a clean checkout (CiResult); green → then merge and redeploy."""
+        run_id = event.run_id
+        if not event.submission.submitted:
+            yield Step()
+            return
+        if await claims.ended(run_id):
+            log.info("deployer.skip_ci", run_id=run_id, reason="run already cleaned up")
+            yield Step()
+            return
+        if not await claims.claim("ci", run_id):
+            yield Step(await self._resume_after_ci(event, claims, log))
+            return
+        where = await self._target_of(run_id, claims)
+        if isinstance(where, str):
+            failed = RunFailed(
+                run_id=run_id, producer=PRODUCER, stage="ci", reason=where, verdict="error"
+            )
+            await claims.save("ci", run_id, [failed])
+            yield Step([failed])
+            return
+        checkout = await asyncio.to_thread(self.provider.checkout, where, confined=True)
+        try:
+            gated = await _stages.gate(run_id, checkout, event.submission.diff)
+            if isinstance(gated.event, RunFailed):
+                log.error("deployer.ci_failed", run_id=run_id, error=gated.event.reason)
+            await claims.save("ci", run_id, [gated.event])
+            tree = gated.tree
+            if tree is None:
+                yield Step([gated.event])
+                return
+
+            async def deploy() -> Sequence[Event]:
+                return await self._deploy_once(run_id, checkout, tree, claims, log)
+
+            yield Step([gated.event], then=deploy)
+        finally:
+            await asyncio.to_thread(checkout.close)
+
+    async def scored(self, event: Scored) -> Sequence[Event]:
+        """Stop the scored run's processes early (no event: CleanedUp follows Recorded)."""
+        run = self._runs.get(event.run_id)
+        if run is not None:
+            async with run.lock:
+                if run.topology is not None:
+                    await asyncio.to_thread(run.topology.stop_processes)
+        return ()
+
+    async def cleanup(self, event: Recorded, claims: Claims, log: Log) -> Sequence[Event]:
+        """Tear the run's stack down once its record is written, and verify (CleanedUp)."""
+        run_id = event.run_id
+        if not await claims.claim("cleanup", run_id):
+            return await claims.outcome("cleanup", run_id) or ()
+        run = self._runs.get(run_id)
+        if run is not None:
+            async with run.lock:
+                remaining = await asyncio.to_thread(self._down, run_id, run)
+            self._runs.pop(run_id, None)
+        else:
+            remaining = await asyncio.to_thread(self.provider.down_elsewhere, run_id)
+        done = cleaned_up(run_id, remaining)
+        (log.info if done.verified else log.error)(
+            "deployer.cleaned_up", run_id=run_id, leftovers=remaining
+        )
+        await claims.save("cleanup", run_id, [done])
+        return [done]
+
+    async def shutdown(self, log: Log) -> None:
+        """Tear down every topology this process still holds (the engine is stopping)."""
+        for run_id, run in list(self._runs.items()):
+            async with run.lock:
+                remaining = await asyncio.to_thread(self._down, run_id, run)
+            self._runs.pop(run_id, None)
+            log.info("deployer.shutdown_teardown", run_id=run_id, leftovers=remaining)
+
+    async def _provision(self, event: RunRequested, run: _Run, log: Log) -> StackReady | RunFailed:
+        try:
+            topology = await asyncio.to_thread(self.provider.open, event)
+        except DeployerError as error:
+            log.error("deployer.stack_failed", run_id=event.run_id, error=str(error))
+            return failure(event.run_id, "stack", error)
+        run.topology = topology
+        ready = await _stages.provision(event.run_id, topology)
+        if isinstance(ready, RunFailed):
+            run.topology = None  # a failed up() has torn down what it started
+            log.error("deployer.stack_failed", run_id=event.run_id, error=ready.reason)
+        return ready
+
+    async def _arm(self, run_id: str, run: _Run, log: Log) -> Event:
+        assert run.topology is not None
+        armed = await _stages.arm(run_id, run.topology)
+        if isinstance(armed, RunFailed):
+            log.error("deployer.arm_failed", run_id=run_id, error=armed.reason)
+            await asyncio.to_thread(self._down, run_id, run)
+        return armed
+
+    async def _resume_after_ci(self, event: Submitted, claims: Claims, log: Log) -> Sequence[Event]:
+        """A redelivered Submitted: republish CI's outcome; finish a merge a crash cut short."""
+        run_id = event.run_id
+        stored = await claims.outcome("ci", run_id)
+        if stored is None:
+            return await self._replay(claims, run_id, "ci")
+        ci = stored[0] if stored else None
+        if not isinstance(ci, CiResult) or not ci.green:
+            return stored
+        done = await claims.outcome("deploy", run_id)
+        if done is not None:
+            return [*stored, *done]
+        where = await self._target_of(run_id, claims)
+        if isinstance(where, str):
+            return [*stored, *await self._replay(claims, run_id, "deploy")]
+        checkout = await asyncio.to_thread(self.provider.checkout, where, confined=False)
+        try:
+            tree = await asyncio.to_thread(checkout.prepare, event.submission.diff)
+            if tree is None:
+                return [*stored, *await self._replay(claims, run_id, "deploy")]
+            return [*stored, *await self._deploy_once(run_id, checkout, tree, claims, log)]
+        finally:
+            await asyncio.to_thread(checkout.close)
+
+    async def _deploy_once(
+        self, run_id: str, checkout: Checkout, tree: str, claims: Claims, log: Log
+    ) -> Sequence[Event]:
+        if not await claims.claim("deploy", run_id):
+            return await self._replay(claims, run_id, "deploy")
+        run = self._runs.get(run_id)
+        if run is None or run.topology is None:
+            reason = f"no running stack for run {run_id} in this deployer (pid {os.getpid()})"
+            result = deploy_failed(run_id, "unknown", 0.0, "skipped", reason)
+        else:
+            async with run.lock:
+                topology = run.topology
+                result = await _stages.merge_and_redeploy(
+                    run_id, topology, checkout, tree, self._clock
+                )
+        if not result.redeployed:
+            log.error("deployer.deploy_failed", run_id=run_id, error=result.error)
+        await claims.save("deploy", run_id, [result])
+        return [result]
+
+    async def _target_of(self, run_id: str, claims: Claims) -> CiTarget | str:
+        """(workspace, base commit, scenario) of the run, or why they are unknown."""
+        run = self._runs.get(run_id)
+        target = run.topology.ci_target() if run is not None and run.topology is not None else None
+        if target is not None:
+            return target
+        try:
+            state = await claims.run_state(run_id)
+        except ValueError as error:
+            return f"the run state of {run_id} is unreadable: {error}"
+        if state is None or state.stack is None or state.stack.run_workspace is None:
+            return f"no workspace known for run {run_id} (no StackReady in its state)"
+        if not state.base_commit:
+            return f"no base commit known for run {run_id} (no FaultArmed in its state)"
+        workspace = state.stack.run_workspace.path
+        return CiTarget(Path(workspace), state.base_commit, state.scenario_id)
+
+    async def _replay(self, claims: Claims, run_id: str, stage: str) -> Sequence[Event]:
+        stored = await claims.outcome(stage, run_id)
+        if stored is not None:
+            return stored
+        if run_id in self._runs and stage == "stack":
+            return ()  # this process is still at it
+        reason = (
+            f"the deployer's {stage} stage of run {run_id} was interrupted "
+            "(the process handling it stopped); not repeating it"
+        )
+        return [
+            RunFailed(run_id=run_id, producer=PRODUCER, stage=stage, reason=reason, verdict="error")
+        ]
+
+    def _down(self, run_id: str, run: _Run) -> list[str]:
+        topology, run.topology = run.topology, None
+        if topology is None:
+            return self.provider.leftovers(run_id)
+        return topology.down()

@@ -1,0 +1,131 @@
+"""What the deployer's stages need from a run's stack, whatever runs it.
+
+```
+TopologyProvider                     one per deployer
+├── open(RunRequested) → Topology    describe a run's stack (nothing started yet)
+├── checkout(CiTarget) → Checkout    a throwaway clone of a run's workspace for CI/merge
+├── down_elsewhere(run_id) → [str]   tear down a stack this process does not hold
+└── leftovers(run_id) → [str]        what is left of a run whose stack never came up
+Topology                             one run's stack
+├── up() → StackFacts                start everything health-gated (both endpoint views)
+├── arm() → ArmFacts                 deliver the fault, start the load
+├── redeploy()                       restart the service from the workspace (readiness gate)
+├── ci_target() → CiTarget | None    workspace + base commit + scenario, once armed
+├── stop_processes()                 stop the processes, keep the run dir
+└── down() → [str]                   tear down and verify; what is left (empty = clean)
+```
+
+Every failure of a topology or a checkout is a `DeployerError`; the stages map its
+subtypes to verdicts. The local topology (`_local_topology.py`, over `LocalStack`) is
+the one implementation today; a compose topology comes later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+from sreforge_contracts import RunRequested
+
+from sreforge_deployer._ci import CiRun
+from sreforge_deployer._handlers import ArmFacts, StackFacts
+
+__all__ = ["Checkout", "CiTarget", "StackEndpoints", "Topology", "TopologyProvider"]
+
+
+@dataclass(frozen=True)
+class StackEndpoints:
+    """URLs of a running stack: what the agent may be told, and everything for operators."""
+
+    agent: dict[str, str]
+    operator: dict[str, str]
+
+
+class CiTarget(NamedTuple):
+    """Where CI checks a run's submission out from, and whose tests protect it."""
+
+    workspace: Path
+    base_commit: str
+    scenario_id: str
+
+
+class Topology(Protocol):
+    """One run's stack. Calls block (processes, HTTP): the saga runs them in a thread."""
+
+    @property
+    def service(self) -> str:
+        """The component the agent fixes (the one CD redeploys)."""
+        ...
+
+    @property
+    def readiness_gate(self) -> bool:
+        """Whether a redeploy drains, warms and resumes the load (the scenario says)."""
+        ...
+
+    def up(self) -> StackFacts:
+        """Start the stack; on failure nothing of it is left and a DeployerError is raised."""
+        ...
+
+    def arm(self) -> ArmFacts:
+        """Deliver the fault and start the load on the faulted build."""
+        ...
+
+    def redeploy(self) -> None:
+        """Restart the service from the workspace's tree, behind the readiness gate if on.
+
+        `LoadControlError` when the load generator refused to drain or resume.
+        """
+        ...
+
+    def ci_target(self) -> CiTarget | None:
+        """The run's workspace and base commit (None before the stack is up)."""
+        ...
+
+    def stop_processes(self) -> None:
+        """Stop the stack's processes; the run dir stays for the record."""
+        ...
+
+    def down(self) -> list[str]:
+        """Tear everything down and verify: what is left (empty when clean). Never raises."""
+        ...
+
+
+class Checkout(Protocol):
+    """A throwaway clone of a run's workspace at its base commit (CI, then the merge)."""
+
+    def gate(self, diff: str) -> CiRun:
+        """Apply `diff` and run the CI test sets (confined); never raises for a red run."""
+        ...
+
+    def prepare(self, diff: str) -> str | None:
+        """Apply `diff` again (a resumed merge): the tree id, None when it no longer applies."""
+        ...
+
+    def merge(self, tree: str) -> None:
+        """Merge `tree` into the run workspace's main and check it out there."""
+        ...
+
+    def close(self) -> None:
+        """Remove the clone."""
+        ...
+
+
+class TopologyProvider(Protocol):
+    """Makes each run's topology and reaches stacks this process does not hold."""
+
+    def open(self, event: RunRequested) -> Topology:
+        """The run's stack, described but not started; `StackSpecError` if unknown."""
+        ...
+
+    def checkout(self, target: CiTarget, *, confined: bool) -> Checkout:
+        """A clone for CI (`confined`: the tests run jailed) or for a resumed merge."""
+        ...
+
+    def down_elsewhere(self, run_id: str) -> list[str]:
+        """Tear down a run's stack from its state file; what is left."""
+        ...
+
+    def leftovers(self, run_id: str) -> list[str]:
+        """What is left of a run whose stack is not running here (its run dir, if any)."""
+        ...

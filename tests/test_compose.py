@@ -3,11 +3,14 @@ and `down -v` leaves nothing of the project (container, network, volume)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,12 +70,17 @@ class Project:
     def __init__(self, home: Path) -> None:
         self.name = f"sreforge-test-{secrets.token_hex(4)}"
         self.port = _free_port()
+        self.trigger_port = _free_port()
         self.env = {
             **os.environ,
             "COMPOSE_BAKE": "false",
             "SREFORGE_CHECKOUT": str(CHECKOUT),
             "SREFORGE_HOME": str(home),
             "SREFORGE_NATS_PORT": str(self.port),
+            "SREFORGE_NATS_URL": f"nats://127.0.0.1:{self.port}",
+            "SREFORGE_TRIGGER_PORT": str(self.trigger_port),
+            "SREFORGE_RUNS_DIR": str(home.parent / "runs"),
+            "SREFORGE_RECORDER_BANK": "false",
         }
 
     def compose(self, *args: str, timeout: float = 120) -> str:
@@ -146,4 +154,65 @@ async def test_compose_nats_serves_the_home_users_and_down_leaves_nothing(
         assert project.leftovers()["volumes"], "the NATS store has no volume"
     finally:
         project.compose("down", "-v", "--remove-orphans", timeout=60)
+    assert project.leftovers() == {"containers": [], "networks": [], "volumes": []}
+
+
+@contextlib.contextmanager
+def _host_services(env: dict[str, str], log_dir: Path) -> Iterator[None]:
+    """`sreforge serve deployer` and `sreforge serve runner` on the host, as compose.yaml says,
+    each in its own session, stopped (SIGTERM, then SIGKILL) by their process groups."""
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for name in ("deployer", "runner"):
+            with (log_dir / f"{name}.log").open("wb") as log:
+                started.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "sreforge", "serve", name],
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+        yield
+    finally:
+        for proc in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in started:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_compose_engine_passes_the_reference_fix_and_down_leaves_nothing(
+    build_context: None, credentials: BusCredentials, tmp_path: Path
+) -> None:
+    """`docker compose up -d` of compose.yaml plus the host-side deployer and runner run a
+    whole incident: `sreforge run ... --agent reference` passes with a record, and `down -v`
+    then leaves no container, network or volume of the project."""
+    home = credentials.config_file.parent.parent
+    project = Project(home)
+    try:
+        project.compose("up", "-d", "--wait", "--build", timeout=420)
+        with _host_services(project.env, tmp_path):
+            quick_run = ["--agent", "reference", "--time-scale", "0.1", "--json"]
+            run = subprocess.run(
+                [sys.executable, "-m", "sreforge", "run", "latency-cache-stampede", *quick_run],
+                env=project.env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+        outcome = json.loads(run.stdout.strip().splitlines()[-1]) if run.stdout.strip() else {}
+        assert run.returncode == 0, f"exit {run.returncode}: {outcome or run.stderr[-3000:]}"
+        assert outcome["verdict"] == "passed"
+        record = json.loads(Path(outcome["record"]).read_text())
+        assert record["run_id"] == outcome["run_id"]
+    finally:
+        project.compose("down", "-v", "--remove-orphans", timeout=120)
     assert project.leftovers() == {"containers": [], "networks": [], "volumes": []}

@@ -14,4 +14,5 @@ RUN python3 -m venv /opt/sreforge \
         -r /tmp/wheels/requirements.txt \
     && rm -rf /tmp/wheels
 ENV PATH=/opt/sreforge/bin:$PATH PYTHONDONTWRITEBYTECODE=1
+COPY docker/ready.py /usr/local/lib/sreforge-ready.py
 ENTRYPOINT ["python3", "-m", "sreforge"]

@@ -11,9 +11,11 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from sreforge_bus import BOOTSTRAP_USER, OPERATOR_USER, BusCredentials, BusError, bootstrap, connect
 
@@ -71,6 +73,7 @@ class Project:
         self.name = f"sreforge-test-{secrets.token_hex(4)}"
         self.port = _free_port()
         self.trigger_port = _free_port()
+        self.monitor_port = _free_port()
         self.env = {
             **os.environ,
             "COMPOSE_BAKE": "false",
@@ -79,6 +82,7 @@ class Project:
             "SREFORGE_NATS_PORT": str(self.port),
             "SREFORGE_NATS_URL": f"nats://127.0.0.1:{self.port}",
             "SREFORGE_TRIGGER_PORT": str(self.trigger_port),
+            "SREFORGE_NATS_MONITOR_PORT": str(self.monitor_port),
             "SREFORGE_RUNS_DIR": str(home.parent / "runs"),
             "SREFORGE_RECORDER_BANK": "false",
         }
@@ -157,6 +161,36 @@ async def test_compose_nats_serves_the_home_users_and_down_leaves_nothing(
     assert project.leftovers() == {"containers": [], "networks": [], "volumes": []}
 
 
+HOST_DURABLES = frozenset(
+    {"deployer-stack", "deployer-submitted", "deployer-scored", "deployer-cleanup", "runner"}
+)
+
+
+def _wait_for_durables(
+    monitor_port: str, durables: frozenset[str], procs: list[subprocess.Popen[bytes]]
+) -> None:
+    """Poll NATS monitoring until stream SREFORGE has every durable (the host services are
+    bootstrapped), failing early if one of `procs` exits."""
+    deadline = time.monotonic() + 60
+    seen: set[str] = set()
+    while time.monotonic() < deadline:
+        assert all(proc.poll() is None for proc in procs), "a host-side service exited"
+        report = httpx.get(
+            f"http://127.0.0.1:{monitor_port}/jsz", params={"streams": 1, "consumers": 1}
+        ).json()
+        seen = {
+            consumer["name"]
+            for account in report.get("account_details") or []
+            for stream in account.get("stream_detail") or []
+            if stream.get("name") == "SREFORGE"
+            for consumer in stream.get("consumer_detail") or []
+        }
+        if durables <= seen:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"host services not bootstrapped in 60 s: missing {durables - seen}")
+
+
 @contextlib.contextmanager
 def _host_services(env: dict[str, str], log_dir: Path) -> Iterator[None]:
     """`sreforge serve deployer` and `sreforge serve runner` on the host, as compose.yaml says,
@@ -174,6 +208,7 @@ def _host_services(env: dict[str, str], log_dir: Path) -> Iterator[None]:
                         start_new_session=True,
                     )
                 )
+        _wait_for_durables(env["SREFORGE_NATS_MONITOR_PORT"], HOST_DURABLES, started)
         yield
     finally:
         for proc in started:
@@ -196,6 +231,7 @@ def test_compose_engine_passes_the_reference_fix_and_down_leaves_nothing(
     whole incident: `sreforge run ... --agent reference` passes with a record, and `down -v`
     then leaves no container, network or volume of the project."""
     home = credentials.config_file.parent.parent
+    (home.parent / "runs").mkdir()
     project = Project(home)
     try:
         project.compose("up", "-d", "--wait", "--build", timeout=420)
@@ -211,8 +247,9 @@ def test_compose_engine_passes_the_reference_fix_and_down_leaves_nothing(
         outcome = json.loads(run.stdout.strip().splitlines()[-1]) if run.stdout.strip() else {}
         assert run.returncode == 0, f"exit {run.returncode}: {outcome or run.stderr[-3000:]}"
         assert outcome["verdict"] == "passed"
-        record = json.loads(Path(outcome["record"]).read_text())
-        assert record["run_id"] == outcome["run_id"]
+        record = Path(outcome["record"])
+        assert record.parent.parent == home.parent / "runs", "the record is not on the host"
+        assert json.loads(record.read_text())["run_id"] == outcome["run_id"]
     finally:
         project.compose("down", "-v", "--remove-orphans", timeout=120)
     assert project.leftovers() == {"containers": [], "networks": [], "volumes": []}

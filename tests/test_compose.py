@@ -118,6 +118,7 @@ def credentials(tmp_path: Path) -> BusCredentials:
     return bus_credentials(EngineSettings(home=tmp_path / "home"))
 
 
+@pytest.mark.timeout(300)  # the first test also waits for the engine and the wheels, if cold
 def test_compose_yaml_is_valid_and_publishes_on_loopback_only(
     build_context: None, tmp_path: Path
 ) -> None:

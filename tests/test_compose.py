@@ -1,0 +1,256 @@
+"""`compose.yaml` against a real Docker engine: valid, its NATS serves the home's bus users,
+and `down -v` leaves nothing of the project (container, network, volume)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sreforge_bus import BOOTSTRAP_USER, OPERATOR_USER, BusCredentials, BusError, bootstrap, connect
+
+from sreforge._engine import bus_credentials
+from sreforge._settings import EngineSettings
+
+pytestmark = pytest.mark.docker
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+ENGINE_SCRIPT = CHECKOUT / "scripts" / "docker-engine"
+STARTED_MARK = CHECKOUT / ".sreforge" / "dockerd.pid"
+
+
+def _engine_answers() -> bool:
+    try:
+        probe = subprocess.run(["docker", "info"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def docker_engine() -> Iterator[None]:
+    """A Docker engine with Compose and local/bookworm: the running one, else one started by
+    `scripts/docker-engine` and stopped afterwards (only that one, by its PID)."""
+    started_here = not STARTED_MARK.exists() and not _engine_answers()
+    setup = subprocess.run([ENGINE_SCRIPT, "start"], capture_output=True, text=True, check=False)
+    if setup.returncode != 0 or not _engine_answers():
+        pytest.skip(f"no Docker engine could start here: {setup.stderr.strip()[-300:]}")
+    try:
+        yield
+    finally:
+        if started_here:
+            subprocess.run([ENGINE_SCRIPT, "stop"], check=False)
+
+
+@pytest.fixture(scope="module")
+def build_context(docker_engine: None) -> None:
+    """What compose.yaml builds from (pinned nats-server, lockfile wheels), prepared on the host."""
+    script = CHECKOUT / "scripts" / "compose-context"
+    subprocess.run([script, "--images-only"], check=True, capture_output=True, timeout=300)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Project:
+    """One throwaway Compose project of compose.yaml: its own name, engine home and NATS port."""
+
+    def __init__(self, home: Path) -> None:
+        self.name = f"sreforge-test-{secrets.token_hex(4)}"
+        self.port = _free_port()
+        self.trigger_port = _free_port()
+        self.monitor_port = _free_port()
+        self.env = {
+            **os.environ,
+            "COMPOSE_BAKE": "false",
+            "SREFORGE_CHECKOUT": str(CHECKOUT),
+            "SREFORGE_HOME": str(home),
+            "SREFORGE_NATS_PORT": str(self.port),
+            "SREFORGE_NATS_URL": f"nats://127.0.0.1:{self.port}",
+            "SREFORGE_TRIGGER_PORT": str(self.trigger_port),
+            "SREFORGE_NATS_MONITOR_PORT": str(self.monitor_port),
+            "SREFORGE_RUNS_DIR": str(home.parent / "runs"),
+            "SREFORGE_RECORDER_BANK": "false",
+        }
+
+    def compose(self, *args: str, timeout: float = 120) -> str:
+        """`docker compose -p <name> -f compose.yaml ARGS`: its stdout; fails on a non-zero exit."""
+        command = ["docker", "compose", "-p", self.name, "-f", str(CHECKOUT / "compose.yaml")]
+        done = subprocess.run(
+            [*command, *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+        assert done.returncode == 0, f"docker compose {' '.join(args)}: {done.stderr[-2000:]}"
+        return done.stdout
+
+    def leftovers(self) -> dict[str, list[str]]:
+        """The project's containers, networks and volumes the engine still has."""
+        label = f"label=com.docker.compose.project={self.name}"
+        found = {}
+        for kind, listing in {
+            "containers": ["ps", "-aq"],
+            "networks": ["network", "ls", "-q"],
+            "volumes": ["volume", "ls", "-q"],
+        }.items():
+            done = subprocess.run(
+                ["docker", *listing, "--filter", label], capture_output=True, text=True, check=True
+            )
+            found[kind] = done.stdout.split()
+        return found
+
+
+@pytest.fixture
+def credentials(tmp_path: Path) -> BusCredentials:
+    """A fresh engine home's bus users and their server.conf, as `sreforge bus config` makes."""
+    return bus_credentials(EngineSettings(home=tmp_path / "home"))
+
+
+@pytest.mark.timeout(300)  # the first test also waits for the engine and the wheels, if cold
+def test_compose_yaml_is_valid_and_publishes_on_loopback_only(
+    build_context: None, tmp_path: Path
+) -> None:
+    """Every service runs under an init and no port is published beyond 127.0.0.1."""
+    project = Project(tmp_path / "home")
+    config = json.loads(project.compose("config", "--format", "json"))
+    services = config["services"]
+    assert {"nats", "trigger", "correlator", "context", "oracle", "recorder"} <= set(services)
+    for name, service in services.items():
+        assert service.get("init") is True, f"{name} has no init"
+        for published in service.get("ports", []):
+            assert published["host_ip"] == "127.0.0.1", f"{name} publishes {published}"
+    assert "nats-store" in config["volumes"]
+
+
+@pytest.mark.timeout(240)
+async def test_compose_nats_serves_the_home_users_and_down_leaves_nothing(
+    build_context: None, credentials: BusCredentials, tmp_path: Path
+) -> None:
+    """The NATS of compose.yaml enforces the home's users, keeps JetStream state in its volume,
+    and `down -v` removes every container, network and volume of the project."""
+    project = Project(credentials.config_file.parent.parent)
+    url = f"nats://127.0.0.1:{project.port}"
+    try:
+        project.compose("up", "-d", "--wait", "--build", "nats", timeout=180)
+        with pytest.raises(BusError):
+            await connect(url, name="pytest-anonymous", connect_timeout=3.0)
+        setup = await connect(url, name="pytest", credential=credentials.credential(BOOTSTRAP_USER))
+        try:
+            assert setup.server_requires_auth
+            await bootstrap(setup)
+        finally:
+            await setup.close()
+        operator = await connect(
+            url, name="pytest-operator", credential=credentials.credential(OPERATOR_USER)
+        )
+        await operator.close()
+        assert project.leftovers()["volumes"], "the NATS store has no volume"
+    finally:
+        project.compose("down", "-v", "--remove-orphans", timeout=60)
+    assert project.leftovers() == {"containers": [], "networks": [], "volumes": []}
+
+
+HOST_DURABLES = frozenset(
+    {"deployer-stack", "deployer-submitted", "deployer-scored", "deployer-cleanup", "runner"}
+)
+
+
+def _wait_for_durables(
+    monitor_port: str, durables: frozenset[str], procs: list[subprocess.Popen[bytes]]
+) -> None:
+    """Poll NATS monitoring until stream SREFORGE has every durable (the host services are
+    bootstrapped), failing early if one of `procs` exits."""
+    deadline = time.monotonic() + 60
+    seen: set[str] = set()
+    while time.monotonic() < deadline:
+        assert all(proc.poll() is None for proc in procs), "a host-side service exited"
+        report = httpx.get(
+            f"http://127.0.0.1:{monitor_port}/jsz", params={"streams": 1, "consumers": 1}
+        ).json()
+        seen = {
+            consumer["name"]
+            for account in report.get("account_details") or []
+            for stream in account.get("stream_detail") or []
+            if stream.get("name") == "SREFORGE"
+            for consumer in stream.get("consumer_detail") or []
+        }
+        if durables <= seen:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"host services not bootstrapped in 60 s: missing {durables - seen}")
+
+
+@contextlib.contextmanager
+def _host_services(env: dict[str, str], log_dir: Path) -> Iterator[None]:
+    """`sreforge serve deployer` and `sreforge serve runner` on the host, as compose.yaml says,
+    each in its own session, stopped (SIGTERM, then SIGKILL) by their process groups."""
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for name in ("deployer", "runner"):
+            with (log_dir / f"{name}.log").open("wb") as log:
+                started.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "sreforge", "serve", name],
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+        _wait_for_durables(env["SREFORGE_NATS_MONITOR_PORT"], HOST_DURABLES, started)
+        yield
+    finally:
+        for proc in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in started:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_compose_engine_passes_the_reference_fix_and_down_leaves_nothing(
+    build_context: None, credentials: BusCredentials, tmp_path: Path
+) -> None:
+    """`docker compose up -d` of compose.yaml plus the host-side deployer and runner run a
+    whole incident: `sreforge run ... --agent reference` passes with a record, and `down -v`
+    then leaves no container, network or volume of the project."""
+    home = credentials.config_file.parent.parent
+    (home.parent / "runs").mkdir()
+    project = Project(home)
+    try:
+        project.compose("up", "-d", "--wait", "--build", timeout=420)
+        with _host_services(project.env, tmp_path):
+            quick_run = ["--agent", "reference", "--time-scale", "0.1", "--json"]
+            run = subprocess.run(
+                [sys.executable, "-m", "sreforge", "run", "latency-cache-stampede", *quick_run],
+                env=project.env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+        outcome = json.loads(run.stdout.strip().splitlines()[-1]) if run.stdout.strip() else {}
+        assert run.returncode == 0, f"exit {run.returncode}: {outcome or run.stderr[-3000:]}"
+        assert outcome["verdict"] == "passed"
+        record = Path(outcome["record"])
+        assert record.parent.parent == home.parent / "runs", "the record is not on the host"
+        assert json.loads(record.read_text())["run_id"] == outcome["run_id"]
+    finally:
+        project.compose("down", "-v", "--remove-orphans", timeout=120)
+    assert project.leftovers() == {"containers": [], "networks": [], "volumes": []}

@@ -225,6 +225,11 @@ def _host_services(env: dict[str, str], log_dir: Path) -> Iterator[None]:
 
 @pytest.mark.integration
 @pytest.mark.timeout(900)
+@pytest.mark.skipif(
+    os.environ.get("SREFORGE_COMPOSE_E2E") != "1",
+    reason="opt in with SREFORGE_COMPOSE_E2E=1: passed 3 of 5 times on a loaded 2-core "
+    "machine (the load generator starved), not yet reliable enough for CI",
+)
 def test_compose_engine_passes_the_reference_fix_and_down_leaves_nothing(
     build_context: None, credentials: BusCredentials, tmp_path: Path
 ) -> None:

@@ -17,7 +17,7 @@ import pytest
 from sreforge_bus.embedded import NatsServer
 from sreforge_confine import Bubblewrap
 from sreforge_deployer import ConfinementFailed, WorkspaceError
-from sreforge_deployer._ci import CiCheckout, _run_tests, merge_and_checkout
+from sreforge_deployer._ci import CI_NICENESS, CiCheckout, _run_tests, merge_and_checkout
 
 from .conftest import REPO_ROOT, STAMPEDE
 from .test_ci import _diff, _git
@@ -175,6 +175,17 @@ def test_ci_runs_the_extra_pytest_args_inside_the_jail(tmp_path: Path) -> None:
     assert "1 passed" in output
     code, output = _run_tests(path, sys.executable, 60, ["tests/test_other.py"])
     assert code == 1, output
+
+
+def test_ci_tests_yield_the_cpu_to_the_stacks_being_measured(tmp_path: Path) -> None:
+    """The gate's tests run at CI_NICENESS: a busy CI must not starve another run's load
+    generator or Prometheus (the test reads its own niceness inside the jail)."""
+    path, _ = _repo(tmp_path)
+    (path / "tests" / "test_nice.py").write_text(
+        f"import os\n\ndef test_nice():\n    assert os.nice(0) >= {CI_NICENESS}\n"
+    )
+    code, output = _run_tests(path, sys.executable, 60, ["tests/test_nice.py"])
+    assert code == 0, output
 
 
 def test_ci_without_bubblewrap_runs_no_test_at_all(tmp_path: Path) -> None:

@@ -150,6 +150,14 @@ async def test_the_expected_alert_on_the_route_triggers_the_armed_run_once(
     )
     other = alert("BookshelfUpstreamSlow", route=route).model_copy(update={"fired_at": now})
     await bus.publish(TriggerFired(trigger=other, producer="t"))
+
+    async def remembered() -> bool:
+        state = await run_state(bus, run_id)
+        return any(s.alert_name == "BookshelfUpstreamSlow" for s in state.handoff_alerts)
+
+    # Handlers run concurrently: a co-firing signal folded after the trigger is kept as a
+    # late hand-off alert, not in the trigger's signals. This test is about the earlier one.
+    await poll(remembered, "the co-firing signal to be remembered")
     await bus.publish(fired)
     await bus.publish(stack_ready(run_id))
     await bus.publish(fault_armed(run_id).model_copy(update={"armed_at": now}))

@@ -339,3 +339,26 @@ async def test_answers_to_requests_from_before_a_pause_are_not_client_latency(
     assert math.isnan(registry.get_sample_value("loadgen_client_p99_seconds") or 0.0)
     await generator.stop()
     arrivals.cancel()
+
+
+@pytest.mark.timeout(30)
+async def test_a_request_launched_before_a_pause_belongs_to_the_period_it_was_launched_in(
+    loadgen: ModuleType, storm: Any
+) -> None:
+    """A request launched just before a pause whose task first runs after it is the old
+    period's: its answer is counted but is not the next period's client latency."""
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=true_answer(storm, request.url.params["q"]))
+
+    generator = loadgen.LoadGenerator(
+        "http://bookshelf.test", 50, storm, paused=True, transport=httpx.MockTransport(answer)
+    )
+    generator.resume()
+    generator._launch(generator.profile.request(0))  # its task has not run yet
+    generator.pause()
+    await asyncio.gather(*generator._inflight)
+    registry = generator.metrics.registry
+    assert registry.get_sample_value("loadgen_requests_total", {"status": "200"}) == 1.0
+    assert _bucket(registry, "+Inf") == 0.0, "counted as the new period's latency"
+    await generator.stop()

@@ -113,12 +113,13 @@ class LoadGenerator:
 
     def _launch(self, request: Request) -> None:
         self.window.record()
-        task = asyncio.create_task(self._send(request))
+        # The period is the launch's: a task first runs a loop turn later, maybe after a
+        # pause, and its answer must not count as the next period's client latency.
+        task = asyncio.create_task(self._send(request, self._period))
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
 
-    async def _send(self, request: Request) -> None:
-        period = self._period
+    async def _send(self, request: Request, period: int) -> None:
         started = time.monotonic()
         status, result = await self._exchange(request)
         current = period == self._period

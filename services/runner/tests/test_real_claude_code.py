@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import replay
+from realcli import changed_lines
 from replay.conversations import claude_code
 from sreforge_contracts import AgentTranscript, OperationalReadiness, ResolvedExecutionContext
 from sreforge_runner import (
@@ -142,14 +143,6 @@ async def _session(
     return run, box, server, rein.session_id
 
 
-def _changed_lines(diff: str) -> list[str]:
-    return [
-        line
-        for line in diff.splitlines()
-        if line[:1] in "+-" and not line.startswith(("+++", "---"))
-    ]
-
-
 def _assert_key_only_upstream(box: HostSandbox, server: replay.ReplayServer) -> None:
     """Every model call reached the replay with the real key; no file the agent wrote
     or the runner kept holds it, and nothing had to be scrubbed (the CLI never had it)."""
@@ -218,7 +211,7 @@ async def test_the_real_claude_code_submits_the_fix_through_the_proxy(
     assert sentinel is not None, out[-3000:]
     assert sentinel.rca is not None
     assert "Root cause" in sentinel.rca
-    assert _changed_lines(workspace_diff(project.workspace, base)) == _changed_lines(fix)
+    assert changed_lines(workspace_diff(project.workspace, base)) == changed_lines(fix)
     _assert_key_only_upstream(box, server)
     first = server.calls()[0]
     assert {"Bash", "Read", "Write"} <= {tool["name"] for tool in first.body["tools"]}

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import replay
+from realcli import changed_lines
 from replay.conversations import codex as conversation
 from sreforge_contracts import HarnessProfile, OperationalReadiness, ResolvedExecutionContext
 from sreforge_runner import (
@@ -69,14 +70,6 @@ def _profile(executable: Path, upstream: str) -> HarnessProfile:
     )
 
 
-def _changed(diff: str) -> list[str]:
-    return [
-        line
-        for line in diff.splitlines()
-        if line[:1] in "+-" and not line.startswith(("+++", "---"))
-    ]
-
-
 async def _session(project: Any, settings: RunnerSettings, script: replay.Script) -> Any:
     executable = Path(EXECUTABLE)
     with replay.ReplayServer(script, model=conversation.MODEL) as server:
@@ -121,7 +114,7 @@ async def test_the_real_codex_cli_submits_the_fix_through_the_proxy(
     assert sentinel is not None, out[-4000:]
     assert sentinel.rca is not None
     assert "cache" in sentinel.rca
-    assert _changed(workspace_diff(project.workspace, base)) == _changed(fix)
+    assert changed_lines(workspace_diff(project.workspace, base)) == changed_lines(fix)
 
     calls = server.calls()
     assert len(calls) == 4  # three scripted turns and the closing answer
@@ -174,5 +167,5 @@ async def test_the_real_codex_cli_submits_a_ci_breaking_edit_as_made(
     assert run.ok, (run.result.evidence, out[-4000:])
     assert script.spent == 4, out[-4000:]
     assert read_sentinel(project.workspace) is not None, out[-4000:]
-    changed = _changed(workspace_diff(project.workspace, base))
-    assert changed == [*_changed(fix), "+def guard(:", "+    pass"]
+    changed = changed_lines(workspace_diff(project.workspace, base))
+    assert changed == [*changed_lines(fix), "+def guard(:", "+    pass"]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import replay
+from realcli import changed_lines
 from replay.conversations import gemini_cli
 from sreforge_contracts import OperationalReadiness, ResolvedExecutionContext
 from sreforge_runner import (
@@ -74,14 +75,6 @@ def _install_root(executable: Path) -> Path:
     return executable.resolve().parent
 
 
-def _changed(diff: str) -> list[str]:
-    return [
-        line
-        for line in diff.splitlines()
-        if line[:1] in "+-" and not line.startswith(("+++", "---"))
-    ]
-
-
 def test_the_preset_writes_the_auth_settings_gemini_cli_accepts() -> None:
     """The shipped profile's proxy plan writes `~/.gemini/settings.json` selecting the
     API-key auth (0.61 picks `gateway` for a base URL, then rejects it), with telemetry,
@@ -130,7 +123,7 @@ def test_the_agents_git_identity_survives_a_shell_that_hides_the_global_config(
         ).stdout.strip()
         identity = f"{settings.agent_git_name} <{settings.agent_git_email}>"
         assert author == f"{identity}|{identity}"
-        assert _changed(workspace_diff(project.workspace, base)) == ["+TTL = 60"]
+        assert changed_lines(workspace_diff(project.workspace, base)) == ["+TTL = 60"]
     finally:
         sandbox.destroy()
 
@@ -187,7 +180,7 @@ async def test_the_real_gemini_cli_fixes_commits_and_submits_through_the_proxy(
     print(f"gemini-cli session: {elapsed:.1f} s, {len(server.received)} requests")
 
     assert read_sentinel(project.workspace) is not None, log[-3000:]
-    assert _changed(workspace_diff(project.workspace, base)) == _changed(fix)
+    assert changed_lines(workspace_diff(project.workspace, base)) == changed_lines(fix)
     assert head_commit(project.workspace) != base, "the fix was not committed"
 
     calls = server.calls()

@@ -192,7 +192,8 @@ def _rein(
 def _route_secrets_of(settings: RunnerSettings, agent: str) -> dict[str, str]:
     """The credential values of the agent's profile, when it is still in the catalog."""
     try:
-        return route_secrets(find_profile(settings.agents_dir, agent).credential_routes)
+        profile = find_profile(settings.agents_dir, agent, settings.installed_dir)
+        return route_secrets(profile.credential_routes)
     except ProfileError:
         return {}
 

@@ -162,16 +162,17 @@ class _Relay(BaseHTTPRequestHandler):
         if not proxy.authorised(self.headers, query_key):
             body = self._body(_REFUSED_BODY_CAP)
             error = "not this session's proxy token"
-            self.send_error(401, error)
             entry = _entry(self, path, body, 401, UsageMeter(), started, error=error)
             entry["credential"] = _credentials(self.headers, query_key)
+            # logged before the answer: a caller that saw its refusal finds it in the log
             proxy.log(entry)
+            self.send_error(401, error)
             return
         body = self._body()
         if "websocket" in self.headers.get("Upgrade", "").lower():
             error = "the model proxy relays plain HTTP only (no upgrade)"
-            self.send_error(501, error)
             proxy.log(_entry(self, path, body, 501, UsageMeter(), started, error=error))
+            self.send_error(501, error)
             return
         target = urlsplit(proxy.upstream)
         connection = _connect(target.scheme, target.netloc)
@@ -190,14 +191,14 @@ class _Relay(BaseHTTPRequestHandler):
             meter = self._stream(answer)
         except (OSError, http.client.HTTPException) as error:
             failed = f"upstream {target.netloc}: {type(error).__name__}"
-            if answer is None:
-                self.send_error(502, failed)
             meter, status = UsageMeter(), 502 if answer is None else answer.status
         else:
             status = answer.status
         finally:
             connection.close()
         proxy.log(_entry(self, path, body, status, meter, started, error=failed))
+        if answer is None:
+            self.send_error(502, failed)
 
     def _body(self, cap: int | None = None) -> bytes:
         if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():

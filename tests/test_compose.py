@@ -3,19 +3,15 @@ and `down -v` leaves nothing of the project (container, network, volume)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from sreforge_bus import BOOTSTRAP_USER, OPERATOR_USER, BusCredentials, BusError, bootstrap, connect
 
@@ -126,7 +122,8 @@ def test_compose_yaml_is_valid_and_publishes_on_loopback_only(
     project = Project(tmp_path / "home")
     config = json.loads(project.compose("config", "--format", "json"))
     services = config["services"]
-    assert {"nats", "trigger", "correlator", "context", "oracle", "recorder"} <= set(services)
+    engine = {"trigger", "correlator", "context", "deployer", "runner", "oracle", "recorder"}
+    assert {"nats", *engine} <= set(services)
     for name, service in services.items():
         assert service.get("init") is True, f"{name} has no init"
         for published in service.get("ports", []):
@@ -162,67 +159,6 @@ async def test_compose_nats_serves_the_home_users_and_down_leaves_nothing(
     assert project.leftovers() == {"containers": [], "networks": [], "volumes": []}
 
 
-HOST_DURABLES = frozenset(
-    {"deployer-stack", "deployer-submitted", "deployer-scored", "deployer-cleanup", "runner"}
-)
-
-
-def _wait_for_durables(
-    monitor_port: str, durables: frozenset[str], procs: list[subprocess.Popen[bytes]]
-) -> None:
-    """Poll NATS monitoring until stream SREFORGE has every durable (the host services are
-    bootstrapped), failing early if one of `procs` exits."""
-    deadline = time.monotonic() + 60
-    seen: set[str] = set()
-    while time.monotonic() < deadline:
-        assert all(proc.poll() is None for proc in procs), "a host-side service exited"
-        report = httpx.get(
-            f"http://127.0.0.1:{monitor_port}/jsz", params={"streams": 1, "consumers": 1}
-        ).json()
-        seen = {
-            consumer["name"]
-            for account in report.get("account_details") or []
-            for stream in account.get("stream_detail") or []
-            if stream.get("name") == "SREFORGE"
-            for consumer in stream.get("consumer_detail") or []
-        }
-        if durables <= seen:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"host services not bootstrapped in 60 s: missing {durables - seen}")
-
-
-@contextlib.contextmanager
-def _host_services(env: dict[str, str], log_dir: Path) -> Iterator[None]:
-    """`sreforge serve deployer` and `sreforge serve runner` on the host, as compose.yaml says,
-    each in its own session, stopped (SIGTERM, then SIGKILL) by their process groups."""
-    started: list[subprocess.Popen[bytes]] = []
-    try:
-        for name in ("deployer", "runner"):
-            with (log_dir / f"{name}.log").open("wb") as log:
-                started.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", "sreforge", "serve", name],
-                        env=env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
-        _wait_for_durables(env["SREFORGE_NATS_MONITOR_PORT"], HOST_DURABLES, started)
-        yield
-    finally:
-        for proc in started:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in started:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(
@@ -231,25 +167,26 @@ def _host_services(env: dict[str, str], log_dir: Path) -> Iterator[None]:
 def test_compose_engine_passes_the_reference_fix_and_down_leaves_nothing(
     build_context: None, credentials: BusCredentials, tmp_path: Path
 ) -> None:
-    """`docker compose up -d` of compose.yaml plus the host-side deployer and runner run a
-    whole incident: `sreforge run ... --agent reference` passes with a record, and `down -v`
-    then leaves no container, network or volume of the project."""
+    """`docker compose up -d` of compose.yaml runs a whole incident: `sreforge run ... --agent
+    reference` from the host passes with a record on the host, and `down -v` then leaves no
+    container, network or volume of the project."""
     home = credentials.config_file.parent.parent
     (home.parent / "runs").mkdir()
     project = Project(home)
     try:
         project.compose("up", "-d", "--wait", "--build", timeout=420)
-        with _host_services(project.env, tmp_path):
-            quick_run = ["--agent", "reference", "--time-scale", "0.1", "--json"]
-            run = subprocess.run(
-                [sys.executable, "-m", "sreforge", "run", "latency-cache-stampede", *quick_run],
-                env=project.env,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
+        quick_run = ["--agent", "reference", "--time-scale", "0.1", "--json"]
+        run = subprocess.run(
+            [sys.executable, "-m", "sreforge", "run", "latency-cache-stampede", *quick_run],
+            env=project.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         outcome = json.loads(run.stdout.strip().splitlines()[-1]) if run.stdout.strip() else {}
-        assert run.returncode == 0, f"exit {run.returncode}: {outcome or run.stderr[-3000:]}"
+        if run.returncode != 0:
+            logs = project.compose("logs", "--no-color", "--tail", "40", "deployer", "runner")
+            raise AssertionError(f"exit {run.returncode}: {outcome or run.stderr[-3000:]}\n{logs}")
         assert outcome["verdict"] == "passed"
         record = Path(outcome["record"])
         assert record.parent.parent == home.parent / "runs", "the record is not on the host"

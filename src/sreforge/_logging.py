@@ -48,3 +48,6 @@ def configure_logging(fmt: LogFormat = "console", level: str = "INFO") -> None:
     root.setLevel(level.upper())
     # nats-py logs every reconnect attempt at ERROR; our bus kit reports them once, readably.
     logging.getLogger("nats").setLevel(logging.CRITICAL)
+    # httpx logs every request at INFO: the deployer's scrape waits poll ten times a second.
+    for chatty in ("httpx", "httpcore"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)

@@ -14,10 +14,20 @@ from pathlib import Path
 import pytest
 from sreforge_bus import Bus, bootstrap, follow
 from sreforge_bus.embedded import NatsServer
-from sreforge_contracts import FaultArmed, RunRequested, StackReady, parse_event, utcnow
+from sreforge_contracts import (
+    CleanedUp,
+    FaultArmed,
+    Recorded,
+    RunFailed,
+    RunRequested,
+    StackReady,
+    parse_event,
+    utcnow,
+)
 from sreforge_correlator import CorrelatorService, CorrelatorSettings
 from sreforge_recorder import RecorderSettings, recorder_service
 
+from sreforge import _run_cli as run_cli
 from sreforge._engine import RunningEngine
 from sreforge._run_cli import _Follower
 from sreforge._run_view import EXIT_ERROR, Progress
@@ -160,3 +170,35 @@ async def test_a_crashed_embedded_service_ends_the_run_as_an_error(bus: Bus) -> 
     outcome = await asyncio.wait_for(follower.run(), 10)
     assert outcome.exit_code == EXIT_ERROR
     assert outcome.reason == "service oracle stopped: RuntimeError('boom')"
+
+
+@pytest.mark.timeout(30)
+async def test_a_record_that_comes_long_after_the_verdict_is_still_reported(
+    bus: Bus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorder that restarts writes the record well past the grace period after the
+    verdict: the CLI keeps following the run until its deadline and reports the record."""
+    monkeypatch.setattr(run_cli, "RECORD_GRACE_S", 0.2)
+    run_id = "late-record-1"
+    follower = _Follower(RunningEngine(bus), run_id, Progress(io.StringIO()), 20)
+    following = asyncio.create_task(follower.run())
+    failed = RunFailed(
+        run_id=run_id, producer="correlator", stage="confirm-fire", reason="no alert",
+        verdict="aborted",
+    )  # fmt: skip
+    await bus.publish(failed)
+    deadline = asyncio.get_running_loop().time() + 10
+    while follower._verdict is None:  # the follower has taken the verdict
+        assert asyncio.get_running_loop().time() < deadline, "the verdict never reached the CLI"
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1.0)  # the recorder is down: five grace periods pass
+    assert not following.done(), "the CLI gave up on the record"
+    recorded = Recorded(
+        run_id=run_id, producer="recorder", path="/runs/late-record-1/record.json",
+        sha256="0" * 64, verdict="aborted",
+    )  # fmt: skip
+    await bus.publish(recorded)
+    await bus.publish(CleanedUp(run_id=run_id, producer="deployer", verified=True, leftovers=[]))
+    outcome = await asyncio.wait_for(following, 10)
+    assert outcome.verdict == "aborted"
+    assert outcome.record == "/runs/late-record-1/record.json"

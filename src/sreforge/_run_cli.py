@@ -186,7 +186,8 @@ class _Trial:
 
 
 class _Follower:
-    """Reads one run's events until its record (or its verdict and a grace period)."""
+    """Reads one run's events until its record, or until the run's deadline (extended by a
+    grace period when the verdict comes late) with the verdict alone."""
 
     def __init__(
         self, engine: RunningEngine, run_id: str, progress: Progress, deadline_s: float
@@ -237,7 +238,9 @@ class _Follower:
                 self._deadline = min(self._deadline, time.monotonic() + CLEANUP_GRACE_S)
             if isinstance(event, Scored | RunFailed | RunRejected) and self._verdict is None:
                 self._verdict = event
-                self._deadline = min(self._deadline, time.monotonic() + RECORD_GRACE_S)
+                # The record follows the verdict, late when the recorder restarts: wait for
+                # it until the run's own deadline (at least RECORD_GRACE_S more).
+                self._deadline = max(self._deadline, time.monotonic() + RECORD_GRACE_S)
         if self._recorded is not None:
             return self._ended(self._recorded.verdict, self._recorded.path)
         if self._verdict is not None:

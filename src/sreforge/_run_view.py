@@ -68,8 +68,8 @@ exit codes:
 # Allowances for the unscaled parts of a run when deriving its overall deadline.
 _STACK_BOOT_S = 180.0
 _CI_AND_DEPLOY_S = 600.0
-RECORD_GRACE_S = 30.0
-CLEANUP_GRACE_S = 60.0
+RECORD_GRACE_S = 30.0  # the least the CLI waits for the record after the verdict
+CLEANUP_GRACE_S = 30.0  # how long the CLI waits for the teardown once the record stands
 REJECTION_GRACE_S = 10.0
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 

@@ -189,18 +189,23 @@ def test_banking_refuses_a_proof_run_whatever_its_label(
     assert list(settings.records_root.rglob("*.json")) == []
 
 
-def test_an_aborted_run_is_banked_without_a_transcript(
-    story: Any, settings: Any, schema: RecordSchema
+@pytest.mark.parametrize("verdict", ["aborted", "error"])
+def test_an_aborted_or_error_run_stays_in_runs_and_is_not_banked(
+    story: Any, settings: Any, schema: RecordSchema, verdict: str
 ) -> None:
-    """Aborted/error records carry no verdict on the agent, so no label is required."""
-    events = [story.requested(), story.failed("stack", "port in use", at=2)]
+    """Aborted/error records graded nothing the agent did: banking refuses them, says why,
+    and writes nothing to the store or the scenario's records, even with unlabelled allowed."""
+    events = [story.requested(), story.failed("stack", "port in use", at=2, verdict=verdict)]
     record = assemble_record(story.logged(events), recorded_at=story.at(3))
+    assert record.verdict == verdict
     banking = RecordBank(settings.store_dir, settings.records_root).bank(
-        record, schema, allow_unlabelled=False
+        record, schema, allow_unlabelled=True
     )
-    assert banking.banked
-    assert banking.pruned_path is not None
-    assert banking.pruned_path.exists()
+    assert not banking.banked
+    assert banking.refusal is not None
+    assert f"verdict {verdict!r} measured nothing about the agent" in banking.refusal
+    assert not settings.store_dir.exists()
+    assert list(settings.records_root.rglob("*.json")) == []
 
 
 def test_no_pruned_record_without_a_scenario_folder(

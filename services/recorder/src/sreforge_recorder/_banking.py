@@ -33,8 +33,10 @@ class Banking:
 
 
 def bank_refusal(record: RunRecord, *, allow_unlabelled: bool) -> str | None:
-    """Why `record` may not be banked, or None when it may.
+    """Why `record` may not be banked, or None when it may: the one banking rule.
 
+    Only measured runs are banked: an aborted or error run (a setup fault, an alert that
+    never fired, an engine fault) graded nothing the agent did, so it stays in `runs/`.
     A proof run (its agent profile was unverified) is never banked, whatever
     its verdict: the profile has not shown it works here. A verdict whose
     measurement conditions are unknown is not quotable either: a verdict-bearing
@@ -47,7 +49,12 @@ def bank_refusal(record: RunRecord, *, allow_unlabelled: bool) -> str | None:
             f"run {record.run_id}: proof run of an unverified profile {agent!r}; not banked "
             f"(run `sreforge agents check {agent}` to verify the profile)"
         )
-    if record.verdict not in VERDICT_BEARING or allow_unlabelled:
+    if record.verdict not in VERDICT_BEARING:
+        return (
+            f"run {record.run_id}: verdict {record.verdict!r} measured nothing about the agent "
+            "(a setup, alert or engine fault); kept in runs/ only"
+        )
+    if allow_unlabelled:
         return None
     if record.agent_transcript is None:
         return (

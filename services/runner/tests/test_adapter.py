@@ -220,11 +220,12 @@ async def test_an_unknown_agent_fails_the_run(runner: Bus, project: Any) -> None
     assert await stored(runner, "sreforge.run.run-bad.Submitted") == []
 
 
-async def test_a_runner_restarted_mid_session_submits_what_the_workspace_holds(
+async def test_a_runner_restarted_after_the_agent_submitted_submits_what_the_workspace_holds(
     runner: Bus, project: Any
 ) -> None:
-    """The claim exists but no outcome was saved (the runner died): the agent is not re-run;
-    the workspace's diff against the claimed base and the sentinel are submitted."""
+    """The claim exists but no outcome was saved (the runner died after the agent wrote its
+    sentinel): the agent is not re-run; the workspace's diff against the claimed base and
+    the sentinel are submitted."""
     workspace: Path = project.workspace
     base = head_commit(workspace)
     claim = json.dumps({"base_commit": base, "agent": "reference"}).encode()
@@ -239,6 +240,26 @@ async def test_a_runner_restarted_mid_session_submits_what_the_workspace_holds(
     assert "+PATCHED = True" in submission.diff.splitlines()
     assert ".oncall" not in submission.diff
     assert commits_since(workspace, base) == 0  # the reference fix was not applied
+
+
+async def test_a_runner_restarted_before_the_agent_submitted_ends_the_run_as_an_error(
+    runner: Bus, project: Any
+) -> None:
+    """The claim exists, no outcome was saved and the agent had not submitted: the session
+    the harness cut short is not graded (that would charge its fault to the agent) and not
+    re-run: one RunFailed `error` naming the interruption, no Submitted."""
+    workspace: Path = project.workspace
+    claim = json.dumps({"base_commit": head_commit(workspace), "agent": "reference"}).encode()
+    assert await runner.runs.claim(claim_key("run-cut"), claim)
+    (workspace / "half_done.py").write_text("PATCHED = 'partly'\n")
+    await deliver_twice(runner, await start_run(runner, project, "run-cut", "reference"))
+    found = await stored(runner, "sreforge.run.run-cut.RunFailed")
+    assert len(found) == 1
+    failed = parse_event(found[0])
+    assert isinstance(failed, RunFailed)
+    assert (failed.stage, failed.verdict) == ("runner", "error")
+    assert "interrupted mid-session before it submitted" in failed.reason
+    assert await stored(runner, "sreforge.run.run-cut.Submitted") == []
 
 
 async def test_a_blocked_profile_is_refused_before_any_sandbox_exists(

@@ -4,8 +4,9 @@ The profile is resolved first (an unknown agent fails the run before anything
 exists). The claim (`runner.<run_id>` in the runs bucket, holding the base commit)
 then makes the agent run at most once per run: a redelivered BriefReady finds the
 claim and republishes the saved outcome (Submitted or RunFailed); if the runner died
-mid-session, it kills what is left of the agent's group and submits what the
-workspace holds (stop reason `interrupted`).
+mid-session, it kills what is left of the agent's group, then submits what the workspace
+holds (stop reason `interrupted`) when the agent had already submitted, and otherwise
+ends the run `error`: a harness fault is never charged to the agent as `failed`.
 """
 
 from __future__ import annotations
@@ -169,7 +170,13 @@ class RunnerHandler:
         sandbox.kill_leftovers()
         agent = str(record.get("agent", "unknown"))
         base = str(record.get("base_commit") or "HEAD")
-        context.log.warning("agent.interrupted", run_id=event.run_id, agent=agent)
+        if read_sentinel(sandbox.workspace, sandbox.settings.max_rca_bytes) is None:
+            # The harness cut the session short: grading what it left would charge the
+            # harness's fault to the agent, and its budget is spent, so no re-run either.
+            reason = f"agent {agent}: the runner was interrupted mid-session before it submitted"
+            context.log.error("agent.interrupted", run_id=event.run_id, agent=agent, reason=reason)
+            return _failed(event.run_id, reason)
+        context.log.warning("agent.interrupted", run_id=event.run_id, agent=agent, submitted=True)
         secrets = _route_secrets_of(sandbox.settings, agent)
         return await asyncio.to_thread(_outcome, event.run_id, agent, sandbox, base, None, secrets)
 

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import psutil
 from sreforge_deployer import LocalStack
 from sreforge_deployer._process import group_members
+from sreforge_prom import PrometheusClient
 
 SCENARIO = (
     Path(__file__).resolve().parents[1] / "use-cases/bookshelf/scenarios/latency-cache-stampede"
@@ -121,8 +121,9 @@ def _wait(probe: Callable[[], bool], timeout: float) -> float:
 
 
 def _firing(prometheus_url: str) -> bool:
-    alerts = httpx.get(f"{prometheus_url}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
-    return any(a["labels"]["alertname"] == ALERT and a["state"] == "firing" for a in alerts)
+    with PrometheusClient(prometheus_url, timeout_seconds=5) as prometheus:
+        alerts = prometheus.alerts()
+    return any(alert.name == ALERT and alert.state == "firing" for alert in alerts)
 
 
 def measure_once(time_scale: float, hold: float) -> dict[str, float]:

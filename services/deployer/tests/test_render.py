@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sreforge_deployer import render_observability, scale_duration
-from sreforge_deployer._render import MIN_SAMPLES_PER_WINDOW, parse_duration, scale_expr
+from sreforge_deployer import render_observability
+from sreforge_deployer._render import MIN_SAMPLES_PER_WINDOW, scale_expr
+from sreforge_prom import duration_ms, scale_duration
 
 from .conftest import BOOKSHELF
 
@@ -49,10 +50,13 @@ def test_scale_expr_scales_windows_subqueries_and_offsets() -> None:
     )
 
 
-def test_parse_duration_rejects_garbage() -> None:
-    """A malformed duration is an error, not a silent zero."""
-    with pytest.raises(ValueError, match="not a Prometheus duration"):
-        parse_duration("30 seconds")
+def test_scale_expr_leaves_a_duration_prometheus_refuses_to_prometheus() -> None:
+    """`[30s1m]` is not Prometheus syntax (largest unit first): it is not scaled as if it were.
+
+    The old parser read it as 90 s; Prometheus refuses the rule file, which the stack's
+    start-up then reports.
+    """
+    assert scale_expr("rate(a[30s1m]) and rate(b[1m30s])", 0.1) == "rate(a[30s1m]) and rate(b[9s])"
 
 
 @pytest.fixture(scope="module")
@@ -118,10 +122,10 @@ def test_each_rate_window_keeps_six_samples(tmp_path: Path) -> None:
     render_observability(TEMPLATES, tmp_path, VALUES, 0.03)
     prom = yaml.safe_load((tmp_path / "prometheus.yml").read_text())
     rules_text = (tmp_path / "rules.yml").read_text()
-    windows = [parse_duration(w) for w in re.findall(r"\[(\d+(?:ms|[smh]))\]", rules_text)]
-    interval = parse_duration(prom["global"]["scrape_interval"])
+    windows = [duration_ms(w) for w in re.findall(r"\[(\d+(?:ms|[smh]))\]", rules_text)]
+    interval = duration_ms(prom["global"]["scrape_interval"])
     assert min(windows) / interval >= MIN_SAMPLES_PER_WINDOW
-    assert parse_duration(prom["global"]["scrape_timeout"]) <= interval
+    assert duration_ms(prom["global"]["scrape_timeout"]) <= interval
 
 
 def test_unknown_placeholder_names_the_template(tmp_path: Path) -> None:

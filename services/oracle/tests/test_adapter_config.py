@@ -18,7 +18,6 @@ from sreforge_oracle import (
     find_manifest,
     grading_config,
     handoff_union,
-    parse_duration,
 )
 
 
@@ -127,20 +126,6 @@ def test_outcome_round_trips_through_kv_bytes() -> None:
         assert back.published
         assert back.event == event
     assert isinstance(Outcome.from_bytes(Outcome(scored, False).to_bytes()).event, Scored)
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"), [("100ms", 0.1), ("5s", 5.0), ("1m30s", 90.0), ("0.5s", 0.5)]
-)
-def test_parse_duration(text: str, seconds: float) -> None:
-    """Prometheus durations as the targets API reports them."""
-    assert parse_duration(text) == pytest.approx(seconds)
-
-
-def test_parse_duration_rejects_garbage() -> None:
-    """Anything but a duration is refused, naming the text."""
-    with pytest.raises(ValueError, match="'5 seconds'"):
-        parse_duration("5 seconds")
 
 
 REPO_USE_CASES = Path(__file__).resolve().parents[3] / "use-cases"

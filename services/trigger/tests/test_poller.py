@@ -6,22 +6,19 @@ import json
 from typing import Any
 
 import httpx
-import pytest
 from sreforge_contracts import Event, TriggerFired, TriggerResolved
-from sreforge_trigger import (
-    AlertPoller,
-    Ingest,
-    PayloadError,
-    alert_changes,
-    label_fingerprint,
-    parse_alerts,
-)
+from sreforge_prom import Alert
+from sreforge_trigger import AlertPoller, Ingest, alert_changes, label_fingerprint
 
 from .conftest import ROUTE, RecordingPublish
 
 
 def _answer(*alerts: dict[str, Any]) -> bytes:
     return json.dumps({"status": "success", "data": {"alerts": list(alerts)}}).encode()
+
+
+def _alerts(*alerts: dict[str, Any]) -> list[Alert]:
+    return [Alert.model_validate(alert) for alert in alerts]
 
 
 def _alert(name: str = "HighLatency", state: str = "firing", **labels: str) -> dict[str, Any]:
@@ -45,9 +42,7 @@ def test_label_fingerprint_matches_prometheus() -> None:
 
 def test_first_poll_reports_firing_alerts_and_skips_pending() -> None:
     """Firing alerts are new; pending ones and ones without alertname are not reported."""
-    polled = parse_alerts(
-        _answer(_alert(), _alert("Warming", state="pending"), _alert(name="", job="x"))
-    )
+    polled = _alerts(_alert(), _alert("Warming", state="pending"), _alert(name="", job="x"))
     events, firing = alert_changes({}, polled, ROUTE)
     [event] = events
     assert isinstance(event, TriggerFired)
@@ -60,21 +55,31 @@ def test_first_poll_reports_firing_alerts_and_skips_pending() -> None:
 
 def test_steady_alerts_are_not_reported_again_and_gone_ones_resolve() -> None:
     """A second identical poll yields nothing; an alert that disappears yields TriggerResolved."""
-    _, firing = alert_changes({}, parse_alerts(_answer(_alert(), _alert("Other"))), None)
-    again, firing = alert_changes(firing, parse_alerts(_answer(_alert(), _alert("Other"))), None)
+    _, firing = alert_changes({}, _alerts(_alert(), _alert("Other")), None)
+    again, firing = alert_changes(firing, _alerts(_alert(), _alert("Other")), None)
     assert again == []
-    events, firing = alert_changes(firing, parse_alerts(_answer(_alert("Other"))), None)
+    events, firing = alert_changes(firing, _alerts(_alert("Other")), None)
     [resolved] = events
     assert isinstance(resolved, TriggerResolved)
     assert resolved.trigger.alert_name == "HighLatency"
     assert next(iter(firing.values())).alert_name == "Other"
 
 
-def test_bad_answer_names_the_field() -> None:
-    """An error answer or a wrong shape is a PayloadError naming the field."""
-    with pytest.raises(PayloadError) as caught:
-        parse_alerts(b'{"status": "error", "error": "boom"}')
-    assert caught.value.field == "status"
+async def test_a_malformed_answer_is_a_failed_poll_not_a_crash() -> None:
+    """An alert of an unknown state fails the poll (logged, retried), publishing nothing."""
+    answer = _answer(_alert(state="exploded"))
+    published: list[Event] = []
+
+    async def publish(event: Event) -> None:
+        published.append(event)
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=answer))
+    async with httpx.AsyncClient(transport=transport) as client:
+        poller = AlertPoller(
+            "http://prometheus.test", Ingest(publish, timeout=1, memory=4), interval=1, http=client
+        )
+        assert await poller.poll_once(poller.client()) == 0
+    assert published == []
 
 
 async def test_poll_once_publishes_changes_and_retries_after_a_failed_publish() -> None:
@@ -87,13 +92,14 @@ async def test_poll_once_publishes_changes_and_retries_after_a_failed_publish() 
         return httpx.Response(200, content=answers.pop(0))
 
     ingest = Ingest(recording, timeout=1.0, memory=16)
-    poller = AlertPoller("http://prometheus.test/", ingest, interval=1.0)
     async with httpx.AsyncClient(transport=httpx.MockTransport(respond)) as client:
+        poller = AlertPoller("http://prometheus.test/", ingest, interval=1.0, http=client)
+        prometheus = poller.client()
         recording.error = OSError("bus down")
-        assert await poller.poll_once(client) == 0
+        assert await poller.poll_once(prometheus) == 0
         recording.error = None
-        assert await poller.poll_once(client) == 1
-        assert await poller.poll_once(client) == 1
+        assert await poller.poll_once(prometheus) == 1
+        assert await poller.poll_once(prometheus) == 1
     assert [type(e) for e in recording.events] == [TriggerFired, TriggerResolved]
 
 
@@ -108,7 +114,8 @@ async def test_poll_once_survives_an_unreachable_prometheus() -> None:
     async def publish(event: Event) -> None:
         published.append(event)
 
-    poller = AlertPoller("http://prometheus.test", Ingest(publish, timeout=1, memory=4), interval=1)
     async with httpx.AsyncClient(transport=httpx.MockTransport(refuse)) as client:
-        assert await poller.poll_once(client) == 0
+        ingest = Ingest(publish, timeout=1, memory=4)
+        poller = AlertPoller("http://prometheus.test", ingest, interval=1, http=client)
+        assert await poller.poll_once(poller.client()) == 0
     assert published == []

@@ -21,7 +21,7 @@ from sreforge_deployer._errors import (
 )
 from sreforge_deployer._history import Author
 from sreforge_deployer._ports import PortAllocator, PortLease
-from sreforge_deployer._render import render_observability, scale_duration
+from sreforge_deployer._render import render_observability
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._stack import LocalStack
 from sreforge_deployer._state import StackRecord
@@ -54,6 +54,5 @@ __all__ = [
     "deployer_service",
     "list_stacks",
     "render_observability",
-    "scale_duration",
     "teardown_run",
 ]

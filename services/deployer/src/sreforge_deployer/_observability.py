@@ -5,16 +5,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import httpx
+from sreforge_prom import PrometheusClient, PrometheusError, duration_seconds, scale_duration
 
 from sreforge_deployer._errors import ComponentStartError, DeployerError
 from sreforge_deployer._process import LaunchSpec, log_tail
-from sreforge_deployer._render import (
-    RenderedObservability,
-    parse_duration,
-    render_observability,
-    scale_duration,
-)
+from sreforge_deployer._render import RenderedObservability, render_observability
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 
@@ -32,6 +27,8 @@ __all__ = [
 # Prometheus's own timers at real scale; scaled with everything else.
 _LOOKBACK_DELTA = "5m"
 _RESEND_DELAY = "1m"
+# One API call's limit while polling; the poll's own deadline is the caller's.
+_CALL_TIMEOUT = 2.0
 
 
 def prometheus_launch(
@@ -139,9 +136,9 @@ def wait_scraped(prometheus_url: str, jobs: set[str], timeout_seconds: float, lo
     """Block until every job in `jobs` has been scraped successfully at least once."""
     deadline = time.monotonic() + timeout_seconds
     health: dict[str, str] = {}
-    with httpx.Client(timeout=2.0, trust_env=False) as client:
+    with PrometheusClient(prometheus_url, timeout_seconds=_CALL_TIMEOUT) as prometheus:
         while time.monotonic() < deadline:
-            health = _target_health(client, prometheus_url)
+            health = _target_health(prometheus)
             if jobs <= {job for job, state in health.items() if state == "up"}:
                 return
             time.sleep(0.2)
@@ -154,19 +151,16 @@ def wait_scraped(prometheus_url: str, jobs: set[str], timeout_seconds: float, lo
     )
 
 
-def _target_health(client: httpx.Client, prometheus_url: str) -> dict[str, str]:
+def _target_health(prometheus: PrometheusClient) -> dict[str, str]:
     try:
-        response = client.get(f"{prometheus_url}/api/v1/targets", params={"state": "active"})
-        targets = response.json()["data"]["activeTargets"]
-    except (httpx.HTTPError, ValueError, KeyError):
+        targets = prometheus.targets()
+    except PrometheusError:
         return {}
     health: dict[str, str] = {}
     for target in targets:
-        job = str(target.get("labels", {}).get("job", ""))
-        state = str(target.get("health", "unknown"))
         # A job is up only if all of its targets are.
-        if health.get(job, "up") == "up":
-            health[job] = state
+        if health.get(target.job, "up") == "up":
+            health[target.job] = target.health
     return health
 
 
@@ -174,14 +168,13 @@ def wait_scraped_since(prometheus_url: str, job: str, when: float, timeout_secon
     """Block until Prometheus holds a scrape of `job` taken at or after unix time `when`."""
     deadline = time.monotonic() + timeout_seconds
     query = f'timestamp(up{{job="{job}"}})'
-    with httpx.Client(timeout=2.0, trust_env=False) as client:
+    with PrometheusClient(prometheus_url, timeout_seconds=_CALL_TIMEOUT) as prometheus:
         while time.monotonic() < deadline:
             try:
-                result = client.get(f"{prometheus_url}/api/v1/query", params={"query": query})
-                samples = result.json()["data"]["result"]
-                if samples and min(float(s["value"][1]) for s in samples) >= when:
+                samples = prometheus.query(query)
+                if samples and min(sample.value for sample in samples) >= when:
                     return
-            except (httpx.HTTPError, ValueError, KeyError):
+            except PrometheusError:
                 pass
             time.sleep(0.1)
     raise DeployerError(f"Prometheus has no scrape of job {job!r} after {when:.1f} in time")
@@ -208,6 +201,6 @@ def settle_past_windows(
     """Wait until every rule window has moved past `since` (plus a scrape) for `job`."""
     if not rendered.longest_window:
         return
-    window = parse_duration(rendered.longest_window) / 1000
-    scrape = parse_duration(rendered.scrape_interval) / 1000
+    window = duration_seconds(rendered.longest_window)
+    scrape = duration_seconds(rendered.scrape_interval)
     wait_scraped_since(prometheus_url, job, since + window + scrape, window + 30.0)

@@ -19,51 +19,27 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from sreforge_prom import DURATION_PATTERN, duration_ms, format_duration, scale_duration
 
 from sreforge_deployer._errors import StackSpecError
 
 __all__ = [
     "MIN_SAMPLES_PER_WINDOW",
     "RenderedObservability",
-    "format_duration",
-    "parse_duration",
     "render_observability",
-    "scale_duration",
 ]
 
 MIN_SAMPLES_PER_WINDOW = 6
 
-_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-_UNITS_MS["y"] = 365 * _UNITS_MS["d"]
-_DURATION = re.compile(r"(\d+)(ms|[smhdwy])")
-_DURATION_TEXT = r"(?:\d+(?:ms|[smhdwy]))+"
-_RANGE = re.compile(rf"\[({_DURATION_TEXT})(?::({_DURATION_TEXT})?)?\]")
-_OFFSET = re.compile(rf"(\boffset\s+-?)({_DURATION_TEXT})")
+# Durations are read and written by sreforge_prom (Prometheus's own syntax); a malformed
+# one inside PromQL is not matched here and Prometheus refuses the rule file at start-up.
+_RANGE = re.compile(rf"\[({DURATION_PATTERN})(?::({DURATION_PATTERN})?)?\]")
+_OFFSET = re.compile(rf"(\boffset\s+-?)({DURATION_PATTERN})")
 
 _PROM_GLOBAL_KEYS = ("scrape_interval", "scrape_timeout", "evaluation_interval")
 _SCRAPE_KEYS = ("scrape_interval", "scrape_timeout")
 _RULE_KEYS = ("for", "keep_firing_for")
 _ROUTE_KEYS = ("group_wait", "group_interval", "repeat_interval")
-
-
-def parse_duration(text: str) -> int:
-    """A Prometheus duration (`1m30s`, `500ms`) in milliseconds."""
-    if not text or _DURATION.sub("", text) != "":
-        raise ValueError(f"not a Prometheus duration: {text!r}")
-    return sum(int(n) * _UNITS_MS[unit] for n, unit in _DURATION.findall(text))
-
-
-def format_duration(ms: int) -> str:
-    """Milliseconds as the shortest exact Prometheus duration (`3s`, `1500ms`)."""
-    for unit in ("h", "m", "s"):
-        if ms % _UNITS_MS[unit] == 0 and ms >= _UNITS_MS[unit]:
-            return f"{ms // _UNITS_MS[unit]}{unit}"
-    return f"{ms}ms"
-
-
-def scale_duration(text: str, time_scale: float) -> str:
-    """`text` multiplied by `time_scale`, rounded to whole milliseconds (at least 1 ms)."""
-    return format_duration(max(1, round(parse_duration(text) * time_scale)))
 
 
 @dataclass(frozen=True)
@@ -162,7 +138,7 @@ def _scale_rules(rules: dict[str, Any], time_scale: float) -> dict[str, Any]:
 
 def _rule_windows(group: dict[str, Any]) -> list[int]:
     return [
-        parse_duration(match.group(1))
+        duration_ms(match.group(1))
         for rule in group.get("rules", []) or []
         for match in _RANGE.finditer(str(rule.get("expr", "")))
     ]
@@ -185,10 +161,10 @@ def _cap_scrape_interval(section: dict[str, Any], shortest_window_ms: int | None
     if shortest_window_ms is None or "scrape_interval" not in section:
         return
     cap = math.floor(shortest_window_ms / MIN_SAMPLES_PER_WINDOW)
-    if parse_duration(section["scrape_interval"]) > cap:
+    if duration_ms(section["scrape_interval"]) > cap:
         section["scrape_interval"] = format_duration(max(1, cap))
     timeout = section.get("scrape_timeout")
-    if timeout and parse_duration(timeout) > parse_duration(section["scrape_interval"]):
+    if timeout and duration_ms(timeout) > duration_ms(section["scrape_interval"]):
         section["scrape_timeout"] = section["scrape_interval"]
 
 

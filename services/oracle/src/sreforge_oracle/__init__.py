@@ -32,7 +32,7 @@ from sreforge_oracle._model import (
     ObservedAlert,
     StopReason,
 )
-from sreforge_oracle._probe import PrometheusProbe, parse_duration
+from sreforge_oracle._probe import PrometheusProbe
 from sreforge_oracle._run_config import (
     PrometheusTiming,
     fail_closed_scored,
@@ -78,7 +78,6 @@ __all__ = [
     "handoff_union",
     "history_samples",
     "oracle_service",
-    "parse_duration",
     "probe_interval_for",
     "run_grading",
 ]

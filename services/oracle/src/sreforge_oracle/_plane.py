@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
+
+from sreforge_prom import RuleGroup, RuntimeInfo, Target
 
 from sreforge_oracle._errors import ProbeError
 
@@ -19,44 +22,28 @@ _GROUP_KEYS = ("name", "file", "interval", "limit")
 _RULE_KEYS = ("type", "name", "query", "duration", "keepFiringFor", "labels", "annotations")
 
 
-def runtime_info(data: Any, endpoint: str) -> tuple[datetime, datetime | None, bool]:
+def runtime_info(info: RuntimeInfo) -> tuple[datetime, datetime | None, bool]:
     """`/api/v1/status/runtimeinfo`: (start time, last config load time, last reload ok)."""
-    if not isinstance(data, dict):
-        raise ProbeError(f"expected an object, got {data!r:.200}", endpoint=endpoint)
-    started = _time(data.get("startTime"))
-    if started is None:
-        raise ProbeError(f"no startTime in {data!r:.200}", endpoint=endpoint)
-    reload_ok = data.get("reloadConfigSuccess")
-    return started, _time(data.get("lastConfigTime")), reload_ok is not False
+    return info.start_time, info.config_loaded_at, info.reload_config_success is not False
 
 
-def rules_fingerprint(data: Any, endpoint: str) -> str:
+def rules_fingerprint(groups: Sequence[RuleGroup]) -> str:
     """`/api/v1/rules`: a hash of every group and rule as defined (not as evaluated)."""
-    groups = data.get("groups") if isinstance(data, dict) else None
-    if not isinstance(groups, list):
-        raise ProbeError("expected data.groups to be a list", endpoint=endpoint)
     defined = []
     for group in groups:
-        if not isinstance(group, dict) or not isinstance(group.get("rules"), list):
-            raise ProbeError(f"malformed rule group: {group!r:.200}", endpoint=endpoint)
-        rules = [_pick(rule, _RULE_KEYS) for rule in group["rules"] if isinstance(rule, dict)]
-        defined.append({**_pick(group, _GROUP_KEYS), "rules": rules})
+        answered = group.model_dump(by_alias=True, exclude_unset=True)
+        rules = [_pick(rule, _RULE_KEYS) for rule in answered["rules"]]
+        defined.append({**_pick(answered, _GROUP_KEYS), "rules": rules})
     return _digest(sorted(defined, key=lambda group: json.dumps(group, sort_keys=True)))
 
 
-def targets_fingerprint(data: Any, endpoint: str) -> tuple[str, tuple[str, ...]]:
+def targets_fingerprint(targets: Sequence[Target], endpoint: str) -> tuple[str, tuple[str, ...]]:
     """`/api/v1/targets?state=active`: (a hash of each job's scrape URLs, the jobs)."""
-    targets = data.get("activeTargets") if isinstance(data, dict) else None
-    if not isinstance(targets, list):
-        raise ProbeError("expected data.activeTargets to be a list", endpoint=endpoint)
     scraped: set[tuple[str, str]] = set()
     for target in targets:
-        labels = target.get("labels") if isinstance(target, dict) else None
-        job = labels.get("job") if isinstance(labels, dict) else None
-        url = target.get("scrapeUrl") if isinstance(target, dict) else None
-        if not isinstance(job, str) or not isinstance(url, str):
-            raise ProbeError(f"malformed target: {target!r:.200}", endpoint=endpoint)
-        scraped.add((job, url))
+        if "job" not in target.labels:
+            raise ProbeError(f"target without a job label: {target!r:.200}", endpoint=endpoint)
+        scraped.add((target.job, target.scrape_url))
     return _digest(sorted(scraped)), tuple(sorted({job for job, _ in scraped}))
 
 

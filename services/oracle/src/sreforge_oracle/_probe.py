@@ -1,19 +1,21 @@
-"""The oracle's only I/O: a small httpx client for the run's Prometheus (and load generator)."""
+"""The oracle's only I/O: the run's Prometheus (through `sreforge_prom`), load generator and AM."""
 
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Sequence
+import contextlib
+import math
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 import httpx
 from sreforge_contracts import AlertState
+from sreforge_prom import AsyncPrometheusClient, PrometheusError, duration_seconds
 
 from sreforge_oracle._errors import ProbeError
-from sreforge_oracle._exposition import LoadgenReading, finite, read_loadgen
+from sreforge_oracle._exposition import LoadgenReading, read_loadgen
 from sreforge_oracle._model import GradingSample, MonitoringSnapshot, ObservedAlert
 from sreforge_oracle._plane import (
     alertmanager_status,
@@ -22,7 +24,7 @@ from sreforge_oracle._plane import (
     targets_fingerprint,
 )
 
-__all__ = ["PrometheusProbe", "parse_duration", "target_state"]
+__all__ = ["PrometheusProbe", "target_state"]
 
 
 def target_state(alerts: Sequence[ObservedAlert], name: str) -> AlertState:
@@ -49,7 +51,8 @@ class PrometheusProbe:
     `load_requests_promql` are read when set; with `read_monitoring`, each sample
     also reads the monitoring plane (Prometheus's runtime info, rules and targets,
     and `alertmanager_url`'s status; an Alertmanager that does not answer reads as
-    such, never as an error). Prometheus failures raise `ProbeError`.
+    such, never as an error). Prometheus failures (`sreforge_prom.PrometheusError`)
+    raise `ProbeError` with the same message and endpoint.
     """
 
     def __init__(
@@ -80,6 +83,9 @@ class PrometheusProbe:
         self._read_monitoring = read_monitoring
         self._alertmanager = None if alertmanager_url is None else alertmanager_url.rstrip("/")
         self._client = httpx.AsyncClient(timeout=timeout_seconds)
+        self._prometheus = AsyncPrometheusClient(
+            self._base, timeout_seconds=timeout_seconds, http=self._client
+        )
 
     @property
     def alert_name(self) -> str:
@@ -159,27 +165,24 @@ class PrometheusProbe:
 
     async def monitoring(self) -> MonitoringSnapshot:
         """The monitoring plane now: Prometheus's start, config load, rules, targets, and AM."""
-        base = self._base
-        try:
-            async with asyncio.TaskGroup() as group:
-                info = group.create_task(self._get_data(f"{base}/api/v1/status/runtimeinfo", {}))
-                rules = group.create_task(self._get_data(f"{base}/api/v1/rules", {}))
-                targets = group.create_task(
-                    self._get_data(f"{base}/api/v1/targets", {"state": "active"})
-                )
-                manager = group.create_task(self.alertmanager())
-        except* ProbeError as failures:
-            raise failures.exceptions[0] from None
-        started, loaded, reload_ok = runtime_info(
-            info.result(), f"{base}/api/v1/status/runtimeinfo"
-        )
-        fingerprint, jobs = targets_fingerprint(targets.result(), f"{base}/api/v1/targets")
+        prometheus = self._prometheus
+        with _as_probe_error():
+            try:
+                async with asyncio.TaskGroup() as group:
+                    info = group.create_task(prometheus.runtime_info())
+                    rules = group.create_task(prometheus.rules())
+                    targets = group.create_task(prometheus.targets())
+                    manager = group.create_task(self.alertmanager())
+            except* PrometheusError as failures:
+                raise failures.exceptions[0] from None
+        started, loaded, reload_ok = runtime_info(info.result())
+        fingerprint, jobs = targets_fingerprint(targets.result(), f"{self._base}/api/v1/targets")
         am = manager.result()
         return MonitoringSnapshot(
             prometheus_started_at=started,
             prometheus_config_loaded_at=loaded,
             prometheus_reload_ok=reload_ok,
-            rules=rules_fingerprint(rules.result(), f"{base}/api/v1/rules"),
+            rules=rules_fingerprint(rules.result()),
             targets=fingerprint,
             jobs=jobs,
             alertmanager_started_at=None if am is None else am[0],
@@ -217,70 +220,60 @@ class PrometheusProbe:
 
     async def alerts(self) -> list[ObservedAlert]:
         """Every active (firing or pending) alert with its labels."""
-        endpoint = f"{self._base}/api/v1/alerts"
-        data = await self._get_data(endpoint, {})
-        raw = data.get("alerts") if isinstance(data, dict) else None
-        if not isinstance(raw, list):
-            raise ProbeError("expected data.alerts to be a list", endpoint=endpoint)
-        return [_alert(item, endpoint) for item in raw]
+        with _as_probe_error():
+            alerts = await self._prometheus.alerts()
+        for alert in alerts:
+            if not alert.name:
+                raise ProbeError(
+                    f"alert without alertname: {alert.labels!r:.200}",
+                    endpoint=f"{self._base}/api/v1/alerts",
+                )
+        return [ObservedAlert(name=a.name, state=a.state, labels=a.labels) for a in alerts]
 
     async def query(self, promql: str, *, at: datetime | None = None) -> float | None:
         """An instant query's value: the largest of a vector's samples, or `None` without one.
 
-        Evaluated as of `at` when given, else at Prometheus's now.
+        Evaluated as of `at` when given, else at Prometheus's now. NaN and infinities are
+        no value.
         """
-        endpoint = f"{self._base}/api/v1/query?query={promql}"
-        params = {"query": promql}
-        if at is not None:
-            params["time"] = f"{at.timestamp():.3f}"
-        data = await self._get_data(f"{self._base}/api/v1/query", params, endpoint)
-        return _instant_value(data, endpoint)
+        with _as_probe_error():
+            samples = await self._prometheus.query(promql, at=at)
+        present = [sample.value for sample in samples if math.isfinite(sample.value)]
+        return max(present) if present else None
 
     async def query_range(
         self, promql: str, *, start_ms: int, end_ms: int, step_ms: int
     ) -> list[tuple[dict[str, str], dict[int, float | None]]]:
         """A range query (Unix milliseconds): each series' labels and its values by timestamp."""
-        url = f"{self._base}/api/v1/query_range"
-        endpoint = f"{url}?query={promql}"
-        params = {
-            "query": promql,
-            "start": f"{start_ms / 1000:.3f}",
-            "end": f"{end_ms / 1000:.3f}",
-            "step": f"{step_ms / 1000:.3f}",
-        }
-        return _matrix(await self._get_data(url, params, endpoint), endpoint)
+        with _as_probe_error():
+            series = await self._prometheus.query_range(
+                promql, start_ms=start_ms, end_ms=end_ms, step_ms=step_ms
+            )
+        return [
+            (s.labels, {at: v if math.isfinite(v) else None for at, v in s.values.items()})
+            for s in series
+        ]
 
     async def rule_timing(self, alert: str) -> tuple[float, float]:
         """The alerting rule's (group evaluation interval, `for` duration) in seconds."""
-        endpoint = f"{self._base}/api/v1/rules"
-        data = await self._get_data(endpoint, {"type": "alert"})
-        groups = data.get("groups") if isinstance(data, dict) else None
-        if not isinstance(groups, list):
-            raise ProbeError("expected data.groups to be a list", endpoint=endpoint)
+        with _as_probe_error():
+            groups = await self._prometheus.rules(kind="alert")
         for group in groups:
-            rules = group.get("rules") if isinstance(group, dict) else None
-            rule = next(
-                (r for r in rules or () if isinstance(r, dict) and r.get("name") == alert), None
-            )
-            interval = group.get("interval") if isinstance(group, dict) else None
-            if rule is not None and isinstance(interval, int | float) and interval > 0:
-                duration = rule.get("duration")
-                hold = float(duration) if isinstance(duration, int | float) else 0.0
-                return float(interval), hold
-        raise ProbeError(f"no alerting rule named {alert!r} is loaded", endpoint=endpoint)
+            rule = next((r for r in group.rules if r.name == alert), None)
+            if rule is not None and group.interval > 0:
+                return group.interval, rule.duration or 0.0
+        raise ProbeError(
+            f"no alerting rule named {alert!r} is loaded", endpoint=f"{self._base}/api/v1/rules"
+        )
 
     async def scrape_interval(self) -> float | None:
         """The longest scrape interval (seconds) of the active targets; `None` if none says."""
-        endpoint = f"{self._base}/api/v1/targets"
-        data = await self._get_data(endpoint, {"state": "active"})
-        targets = data.get("activeTargets") if isinstance(data, dict) else None
-        if not isinstance(targets, list):
-            raise ProbeError("expected data.activeTargets to be a list", endpoint=endpoint)
-        found = [
-            parse_duration(target["scrapeInterval"])
-            for target in targets
-            if isinstance(target, dict) and isinstance(target.get("scrapeInterval"), str)
-        ]
+        with _as_probe_error():
+            targets = await self._prometheus.targets()
+        try:
+            found = [duration_seconds(t.scrape_interval) for t in targets if t.scrape_interval]
+        except ValueError as error:
+            raise ProbeError(str(error), endpoint=f"{self._base}/api/v1/targets") from error
         return max(found) if found else None
 
     async def load(self) -> tuple[float | None, float | None]:
@@ -303,88 +296,11 @@ class PrometheusProbe:
             return None
         return response.text
 
-    async def _get_data(self, url: str, params: dict[str, str], endpoint: str | None = None) -> Any:
-        endpoint = endpoint or url
-        try:
-            response = await self._client.get(url, params=params)
-        except httpx.HTTPError as error:
-            raise ProbeError(f"Prometheus unreachable: {error!r}", endpoint=endpoint) from error
-        try:
-            body = response.json()
-        except ValueError as error:
-            raise ProbeError(
-                f"HTTP {response.status_code}, body is not JSON: {response.text[:120]!r}",
-                endpoint=endpoint,
-            ) from error
-        if not isinstance(body, dict) or body.get("status") != "success":
-            error_text = body.get("error") if isinstance(body, dict) else None
-            raise ProbeError(
-                f"HTTP {response.status_code}, Prometheus said: {error_text or body!r}",
-                endpoint=endpoint,
-            )
-        return body.get("data")
 
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|y|w|d|h|m|s)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-
-
-def parse_duration(text: str) -> float:
-    """A Prometheus duration (`100ms`, `5s`, `1m30s`) in seconds."""
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text.strip():
-        raise ValueError(f"not a Prometheus duration: {text!r}")
-    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
-
-
-def _matrix(data: Any, endpoint: str) -> list[tuple[dict[str, str], dict[int, float | None]]]:
-    result = data.get("result") if isinstance(data, dict) else None
-    if (
-        not isinstance(data, dict)
-        or data.get("resultType") != "matrix"
-        or not isinstance(result, list)
-    ):
-        raise ProbeError(f"expected a matrix result, got {data!r:.200}", endpoint=endpoint)
-    series = []
-    for item in result:
-        metric = item.get("metric") if isinstance(item, dict) else None
-        values = item.get("values") if isinstance(item, dict) else None
-        if not isinstance(metric, dict) or not isinstance(values, list):
-            raise ProbeError(f"malformed matrix series: {item!r:.200}", endpoint=endpoint)
-        points: dict[int, float | None] = {}
-        for point in values:
-            if not isinstance(point, list) or len(point) != 2:
-                raise ProbeError(f"malformed matrix point: {point!r:.200}", endpoint=endpoint)
-            points[round(float(point[0]) * 1000)] = finite(point[1], endpoint)
-        series.append(({str(k): str(v) for k, v in metric.items()}, points))
-    return series
-
-
-def _alert(item: Any, endpoint: str) -> ObservedAlert:
-    labels = item.get("labels") if isinstance(item, dict) else None
-    state = item.get("state") if isinstance(item, dict) else None
-    if not isinstance(labels, dict) or state not in ("firing", "pending"):
-        raise ProbeError(f"malformed alert entry: {item!r:.200}", endpoint=endpoint)
-    name = labels.get("alertname")
-    if not isinstance(name, str) or not name:
-        raise ProbeError(f"alert without alertname: {item!r:.200}", endpoint=endpoint)
-    return ObservedAlert(name=name, state=state, labels={str(k): str(v) for k, v in labels.items()})
-
-
-def _instant_value(data: Any, endpoint: str) -> float | None:
-    kind = data.get("resultType") if isinstance(data, dict) else None
-    result = data.get("result") if isinstance(data, dict) else None
-    if kind == "scalar" and isinstance(result, list) and len(result) == 2:
-        return finite(result[1], endpoint)
-    if kind == "vector" and isinstance(result, list):
-        values = [finite(_sample_value(item, endpoint), endpoint) for item in result]
-        present = [value for value in values if value is not None]
-        return max(present) if present else None
-    raise ProbeError(f"expected a scalar or vector result, got {data!r:.200}", endpoint=endpoint)
-
-
-def _sample_value(item: Any, endpoint: str) -> Any:
-    value = item.get("value") if isinstance(item, dict) else None
-    if not isinstance(value, list) or len(value) != 2:
-        raise ProbeError(f"malformed vector sample: {item!r:.200}", endpoint=endpoint)
-    return value[1]
+@contextlib.contextmanager
+def _as_probe_error() -> Iterator[None]:
+    """The oracle's `ProbeError` for the client's `PrometheusError`, same text and endpoint."""
+    try:
+        yield
+    except PrometheusError as error:
+        raise ProbeError(error.message, endpoint=error.endpoint) from error

@@ -18,13 +18,7 @@ from sreforge_trigger._errors import (
 from sreforge_trigger._events import PRODUCER, label_fingerprint
 from sreforge_trigger._feed import FeedSignal, feed_event, parse_feed
 from sreforge_trigger._ingest import Ingest, IngestResult, Publish
-from sreforge_trigger._poller import (
-    POLLER_SOURCE,
-    AlertPoller,
-    PolledAlert,
-    alert_changes,
-    parse_alerts,
-)
+from sreforge_trigger._poller import POLLER_SOURCE, AlertPoller, alert_changes
 from sreforge_trigger._settings import TriggerSettings
 from sreforge_trigger._webhook import (
     ALERTMANAGER_SOURCE,
@@ -48,7 +42,6 @@ __all__ = [
     "IngestResult",
     "Listening",
     "PayloadError",
-    "PolledAlert",
     "Publish",
     "PublishFailed",
     "TokenError",
@@ -60,7 +53,6 @@ __all__ = [
     "create_app",
     "feed_event",
     "label_fingerprint",
-    "parse_alerts",
     "parse_feed",
     "parse_webhook",
     "webhook_events",

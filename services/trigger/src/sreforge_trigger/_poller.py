@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
-from typing import Literal
 
 import httpx
 import structlog
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 from sreforge_contracts import Trigger
+from sreforge_prom import Alert, AsyncPrometheusClient, PrometheusError
 
-from sreforge_trigger._errors import PayloadError, PublishFailed
+from sreforge_trigger._errors import PublishFailed
 from sreforge_trigger._events import (
     TriggerEvent,
     label_fingerprint,
@@ -21,48 +20,18 @@ from sreforge_trigger._events import (
 )
 from sreforge_trigger._ingest import Ingest
 
-__all__ = ["POLLER_SOURCE", "AlertPoller", "PolledAlert", "alert_changes", "parse_alerts"]
+__all__ = ["POLLER_SOURCE", "AlertPoller", "alert_changes"]
 
 POLLER_SOURCE = "prometheus"
 
 log = structlog.get_logger("sreforge.trigger.poller")
 
 
-class _Inbound(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
-
-
-class PolledAlert(_Inbound):
-    """One active alert as Prometheus reports it (pending or firing)."""
-
-    labels: dict[str, str]
-    annotations: dict[str, str] = Field(default_factory=dict)
-    state: str
-    active_at: AwareDatetime = Field(alias="activeAt")
-
-
-class _AlertsData(_Inbound):
-    alerts: list[PolledAlert]
-
-
-class _AlertsAnswer(_Inbound):
-    status: Literal["success"]
-    data: _AlertsData
-
-
-def parse_alerts(body: bytes) -> list[PolledAlert]:
-    """The alerts of an `/api/v1/alerts` answer; `PayloadError` names the field at fault."""
-    try:
-        return _AlertsAnswer.model_validate_json(body).data.alerts
-    except ValidationError as err:
-        raise PayloadError.from_validation(err, "prometheus /api/v1/alerts") from None
-
-
 Firing = Mapping[str, Trigger]
 
 
 def alert_changes(
-    known: Firing, polled: list[PolledAlert], route: str | None
+    known: Firing, polled: list[Alert], route: str | None
 ) -> tuple[list[TriggerEvent], dict[str, Trigger]]:
     """Events for alerts newly firing or gone since `known`, and the new firing set.
 
@@ -71,7 +40,7 @@ def alert_changes(
     """
     now: dict[str, Trigger] = {}
     for alert in polled:
-        name = alert.labels.get("alertname")
+        name = alert.name
         if alert.state != "firing" or not name:
             continue
         fingerprint = label_fingerprint(alert.labels)
@@ -86,7 +55,7 @@ def alert_changes(
     return events, now
 
 
-def _trigger(alert: PolledAlert, name: str, fingerprint: str, route: str | None) -> Trigger:
+def _trigger(alert: Alert, name: str, fingerprint: str, route: str | None) -> Trigger:
     trigger = Trigger(
         source=POLLER_SOURCE,
         alert_name=name,
@@ -109,7 +78,8 @@ class AlertPoller:
     """Polls `base_url`'s `/api/v1/alerts` every `interval` seconds until stopped.
 
     A failed poll or publish is logged and retried on the next tick; the firing set
-    only advances once its events are acknowledged, so nothing is lost.
+    only advances once its events are acknowledged, so nothing is lost. Each poll may
+    take up to `interval`. `http` shares an httpx client (tests pass a mock transport).
     """
 
     def __init__(
@@ -119,36 +89,35 @@ class AlertPoller:
         *,
         interval: float,
         route: str | None = None,
-        client: httpx.AsyncClient | None = None,
+        http: httpx.AsyncClient | None = None,
     ) -> None:
-        self._url = base_url.rstrip("/") + "/api/v1/alerts"
+        self._url = base_url.rstrip("/")
         self._ingest = ingest
         self._interval = interval
         self._route = route
-        self._client = client
+        self._http = http
         self._firing: dict[str, Trigger] = {}
+
+    def client(self) -> AsyncPrometheusClient:
+        """A Prometheus client for this poller's URL, timeout and httpx client."""
+        return AsyncPrometheusClient(self._url, timeout_seconds=self._interval, http=self._http)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Poll until `stop` is set."""
-        async with contextlib.AsyncExitStack() as stack:
-            client = self._client
-            if client is None:
-                client = await stack.enter_async_context(httpx.AsyncClient(timeout=self._interval))
+        async with self.client() as prometheus:
             while not stop.is_set():
-                await self.poll_once(client)
+                await self.poll_once(prometheus)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self._interval)
 
-    async def poll_once(self, client: httpx.AsyncClient) -> int:
+    async def poll_once(self, prometheus: AsyncPrometheusClient) -> int:
         """One poll: publish the changes; return how many events it published (0 on failure)."""
         try:
-            response = await client.get(self._url)
-            response.raise_for_status()
-            polled = parse_alerts(response.content)
+            polled = await prometheus.alerts()
             events, firing = alert_changes(self._firing, polled, self._route)
             if events:
                 await self._ingest.deliver(events, POLLER_SOURCE)
-        except (httpx.HTTPError, PayloadError, PublishFailed) as err:
+        except (PrometheusError, PublishFailed) as err:
             log.warning("trigger.poll_failed", url=self._url, error=str(err))
             return 0
         self._firing = firing

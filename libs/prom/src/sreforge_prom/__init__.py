@@ -1,0 +1,38 @@
+"""One Prometheus HTTP API client and one Prometheus duration parser for all of SREForge.
+
+`PrometheusClient` (blocking) and `AsyncPrometheusClient` read one Prometheus: instant
+queries as of a time, range queries, alerts, targets, rules, runtime info and readiness,
+as typed values; every failure is a `PrometheusError`. `duration_ms` reads a duration as
+Prometheus does; `format_duration` and `scale_duration` write one.
+"""
+
+from sreforge_prom._client import AsyncPrometheusClient, PrometheusClient
+from sreforge_prom._duration import (
+    DURATION_PATTERN,
+    duration_ms,
+    duration_seconds,
+    format_duration,
+    scale_duration,
+)
+from sreforge_prom._errors import PrometheusAnswerError, PrometheusError, PrometheusUnreachable
+from sreforge_prom._model import Alert, Rule, RuleGroup, RuntimeInfo, Sample, Series, Target
+
+__all__ = [
+    "DURATION_PATTERN",
+    "Alert",
+    "AsyncPrometheusClient",
+    "PrometheusAnswerError",
+    "PrometheusClient",
+    "PrometheusError",
+    "PrometheusUnreachable",
+    "Rule",
+    "RuleGroup",
+    "RuntimeInfo",
+    "Sample",
+    "Series",
+    "Target",
+    "duration_ms",
+    "duration_seconds",
+    "format_duration",
+    "scale_duration",
+]

@@ -113,5 +113,5 @@ def test_subject_constants_cover_the_stream() -> None:
     assert c.TRIGGER_SUBJECTS == ("sreforge.trigger.fired", "sreforge.trigger.resolved")
     assert c.run_events_of_type("Deployed") == "sreforge.run.*.Deployed"
     assert c.run_events_filter("abc-1") == "sreforge.run.abc-1.*"
-    assert c.DEADLETTER_PREFIX == "sreforge.deadletter"
+    assert c.DEADLETTER_PREFIX == "sreforge.deadletter."
     assert c.__all__ == sorted(c.__all__, key=lambda n: (not n.isupper(), n[0].islower(), n))

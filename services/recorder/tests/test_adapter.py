@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import structlog
-from sreforge_bus import HEADER_MSG_ID, STREAM, Bus, Context, Delivery
+from sreforge_bus import HEADER_MSG_ID, RECORDED, STREAM, Bus, Context, Delivery, Emit
 from sreforge_bus.testing import consumer_settled, poll
 from sreforge_contracts import Event, Recorded, parse_run_record
 from sreforge_recorder import Recorder
@@ -206,7 +206,11 @@ async def test_the_end_reads_back_events_not_yet_delivered(
         subject=scored.subject, data=scored.model_dump_json().encode(), stream_seq=published[-1].seq
     )
     context = Context(bus=bus, delivery=delivery, log=structlog.get_logger("test"))
-    assert await Recorder(settings).handle(scored, context) == ()
+    handled = await Recorder(settings).handle(scored, context)
+    assert isinstance(handled, Emit)
+    assert [event.type for event in handled.events] == ["Recorded"]
+    await context.emit(handled)
+    assert await bus.runs.once(RECORDED, story.run_id).claimed()
     run_dir = settings.runs_dir / story.run_id
     record = parse_run_record((run_dir / "record.json").read_text())
     assert record.verdict == "passed"

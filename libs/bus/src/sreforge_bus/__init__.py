@@ -1,4 +1,5 @@
-"""A thin typed kit over NATS JetStream: connect, bootstrap, publish, workers, run store.
+"""A thin typed kit over NATS JetStream: connect, bootstrap, publish, workers, run store,
+and the one way to build a service (`Service`, `Route`, `Emit`, `Context`).
 
 `sreforge_bus.embedded` starts the pinned `nats-server` for tests and the embedded default.
 """
@@ -22,11 +23,14 @@ from sreforge_bus._errors import (
     PermissionDenied,
     PublishError,
     ReplyTimeout,
+    RunStateUnreadable,
     RunStoreError,
+    ServiceError,
 )
 from sreforge_bus._follow import RawMessage, follow, read_stored
 from sreforge_bus._names import (
     DEADLETTER_PREFIX,
+    DEPLOYER_KEYS,
     HEADER_DEADLETTER_BODY_DROPPED,
     HEADER_DEADLETTER_DURABLE,
     HEADER_DEADLETTER_ERROR,
@@ -35,11 +39,27 @@ from sreforge_bus._names import (
     HEADER_DEADLETTER_SUBJECT,
     HEADER_MSG_ID,
     HEADER_REPLY_TO,
+    ORACLE_HANDOFF,
+    ORACLE_KEYS,
+    ORACLE_SAMPLES,
+    ORACLE_SCORED,
+    RECORDED,
+    ROUTE_KEYS,
+    RUNNER_CLAIM,
     RUNS_BUCKET,
+    START_KEYS,
     STREAM,
     STREAM_SUBJECTS,
     deadletter_subject,
+    deployer_stage,
+    once_key,
+    oracle_samples_key,
+    oracle_samples_keys,
+    route_key,
+    run_state_key,
+    start_key,
 )
+from sreforge_bus._once import Once
 from sreforge_bus._permissions import (
     BOOTSTRAP_USER,
     OPERATOR_USER,
@@ -49,13 +69,24 @@ from sreforge_bus._permissions import (
     operator_permissions,
     service_permissions,
 )
-from sreforge_bus._runs import Entry, RunStore
-from sreforge_bus._service import Context, Route, Service, log_only
+from sreforge_bus._runs import Entry, RunStore, parse_run_state
+from sreforge_bus._service import (
+    Context,
+    Emit,
+    Handled,
+    Hook,
+    Route,
+    Service,
+    Task,
+    log_only,
+    parse_as,
+)
 from sreforge_bus._worker import Delivery, Worker, misplaced, run_of_subject
 
 __all__ = [
     "BOOTSTRAP_USER",
     "DEADLETTER_PREFIX",
+    "DEPLOYER_KEYS",
     "HEADER_DEADLETTER_BODY_DROPPED",
     "HEADER_DEADLETTER_DURABLE",
     "HEADER_DEADLETTER_ERROR",
@@ -65,9 +96,17 @@ __all__ = [
     "HEADER_MSG_ID",
     "HEADER_REPLY_TO",
     "OPERATOR_USER",
+    "ORACLE_HANDOFF",
+    "ORACLE_KEYS",
+    "ORACLE_SAMPLES",
+    "ORACLE_SCORED",
+    "RECORDED",
+    "ROUTE_KEYS",
+    "RUNNER_CLAIM",
     "RUNS_BUCKET",
     "SERVICE_EVENTS",
     "SERVICE_KEYS",
+    "START_KEYS",
     "STREAM",
     "STREAM_SUBJECTS",
     "BootstrapError",
@@ -81,9 +120,13 @@ __all__ = [
     "Credential",
     "CredentialError",
     "Delivery",
+    "Emit",
     "Entry",
+    "Handled",
+    "Hook",
     "MessageTooLarge",
     "NatsServerError",
+    "Once",
     "PermissionDenied",
     "Permissions",
     "PublishError",
@@ -91,21 +134,33 @@ __all__ = [
     "RawMessage",
     "ReplyTimeout",
     "Route",
+    "RunStateUnreadable",
     "RunStore",
     "RunStoreError",
     "Service",
+    "ServiceError",
+    "Task",
     "Worker",
     "bootstrap",
     "connect",
     "deadletter_subject",
+    "deployer_stage",
     "ensure_credentials",
     "follow",
     "load_credentials",
     "log_only",
     "misplaced",
+    "once_key",
     "operator_permissions",
+    "oracle_samples_key",
+    "oracle_samples_keys",
+    "parse_as",
+    "parse_run_state",
     "read_stored",
     "redact_url",
+    "route_key",
     "run_of_subject",
+    "run_state_key",
     "service_permissions",
+    "start_key",
 ]

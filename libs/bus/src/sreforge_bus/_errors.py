@@ -15,7 +15,9 @@ __all__ = [
     "PermissionDenied",
     "PublishError",
     "ReplyTimeout",
+    "RunStateUnreadable",
     "RunStoreError",
+    "ServiceError",
 ]
 
 
@@ -59,6 +61,14 @@ class RunStoreError(BusError):
     """A `sreforge-runs` KV operation failed (bad key, missing bucket, server error)."""
 
 
+class RunStateUnreadable(BusError, ValueError):
+    """A run's state in KV is not a valid `RunState`.
+
+    Also a `ValueError`: like any other invalid value read from outside, callers that
+    fall back on bad data catch it as one.
+    """
+
+
 class CasConflict(RunStoreError):
     """A compare-and-swap update named a stale revision: someone else changed the key first."""
 
@@ -66,6 +76,10 @@ class CasConflict(RunStoreError):
         super().__init__(f"run store key {key!r} changed since revision {revision}")
         self.key = key
         self.revision = revision
+
+
+class ServiceError(BusError):
+    """A service could not go on serving: one of its background tasks stopped early."""
 
 
 class NatsServerError(BusError):

@@ -1,9 +1,24 @@
-"""Names the bus owns: the stream, the KV bucket, the dead-letter subjects and header keys."""
+"""Every name on the bus in one place: the stream, the KV bucket and its keys, the
+dead-letter subjects and the header keys.
+
+The stream, bucket and dead-letter prefix are the contracts' vocabulary
+(`sreforge_contracts`), re-exported here so there is one definition of each.
+
+Run-store keys (KV `sreforge-runs`): the bare run id holds the run's state (only the
+correlator writes it); every other key starts with its writer's prefix (`runner.`,
+`deployer.`, `oracle.`, `recorded.`; the correlator's `route.` and `start.`), which is
+also the prefix the writer's bus permission allows (`SERVICE_KEYS`). A key that marks
+something done once per run is `once_key(owner, run_id)` = `<owner>.<run_id>`.
+"""
 
 from __future__ import annotations
 
+from sreforge_contracts import DEADLETTER_PREFIX, RUNS_BUCKET, STREAM_SUBJECTS
+from sreforge_contracts import STREAM_NAME as STREAM
+
 __all__ = [
     "DEADLETTER_PREFIX",
+    "DEPLOYER_KEYS",
     "DUPLICATE_WINDOW_S",
     "HEADER_DEADLETTER_BODY_DROPPED",
     "HEADER_DEADLETTER_DURABLE",
@@ -15,17 +30,28 @@ __all__ = [
     "HEADER_MSG_ID",
     "HEADER_REPLY_TO",
     "INBOX_PREFIX",
+    "ORACLE_HANDOFF",
+    "ORACLE_KEYS",
+    "ORACLE_SAMPLES",
+    "ORACLE_SCORED",
+    "RECORDED",
+    "ROUTE_KEYS",
+    "RUNNER_CLAIM",
     "RUNS_BUCKET",
+    "START_KEYS",
     "STREAM",
     "STREAM_SUBJECTS",
     "deadletter_subject",
+    "deployer_stage",
+    "once_key",
+    "oracle_samples_key",
+    "oracle_samples_keys",
+    "route_key",
+    "run_state_key",
+    "start_key",
 ]
 
-STREAM = "SREFORGE"
-STREAM_SUBJECTS = ("sreforge.>",)
 DUPLICATE_WINDOW_S = 120.0
-RUNS_BUCKET = "sreforge-runs"
-DEADLETTER_PREFIX = "sreforge.deadletter."
 
 HEADER_MSG_ID = "Nats-Msg-Id"
 HEADER_REPLY_TO = "Sreforge-Reply-To"
@@ -41,7 +67,61 @@ HEADER_DEADLETTER_BODY_DROPPED = "Sreforge-Body-Dropped"
 HEADER_DEADLETTER_RUN_ID = "Sreforge-Run-Id"
 """The run the dead-lettered message belongs to, when its subject names one."""
 
+ROUTE_KEYS = "route"
+"""The correlator's `route.<alert_route>` → the run id that owns the route."""
+START_KEYS = "start"
+"""The correlator's `start.<message>` → the StartPlan of one stored `run.start`."""
+RUNNER_CLAIM = "runner"
+"""`runner.<run_id>`: the runner's claim of the run's agent session."""
+DEPLOYER_KEYS = "deployer"
+"""`deployer.<stage>.<run_id>`: the deployer's claim of one stage and the events it stored."""
+ORACLE_KEYS = "oracle"
+"""Every oracle key starts `oracle.` (its write permission)."""
+ORACLE_HANDOFF = f"{ORACLE_KEYS}.handoff"
+"""`oracle.handoff.<run_id>`: the alerts firing when the agent got its page."""
+ORACLE_SAMPLES = f"{ORACLE_KEYS}.samples"
+"""`oracle.samples.<run_id>.<n>`: the grading samples, in chunks."""
+ORACLE_SCORED = f"{ORACLE_KEYS}.scored"
+"""`oracle.scored.<run_id>`: the run's one outcome and whether it was published."""
+RECORDED = "recorded"
+"""`recorded.<run_id>`: the recorder announced the run's record (`Recorded`)."""
+
 
 def deadletter_subject(durable: str) -> str:
     """Return the subject a consumer's poison messages are published on."""
     return f"{DEADLETTER_PREFIX}{durable}"
+
+
+def run_state_key(run_id: str) -> str:
+    """The key of a run's state: the bare run id (run ids have no dot; every other key has)."""
+    return run_id
+
+
+def once_key(owner: str, run_id: str) -> str:
+    """The key that marks `owner`'s once-per-run work on `run_id` (`runner.<run_id>`)."""
+    return f"{owner}.{run_id}"
+
+
+def deployer_stage(stage: str) -> str:
+    """The once-per-run owner of one deployer stage (`deployer.stack`, `deployer.ci`, ...)."""
+    return f"{DEPLOYER_KEYS}.{stage}"
+
+
+def route_key(route: str) -> str:
+    """The key naming the run that owns alert route `route`."""
+    return f"{ROUTE_KEYS}.{route}"
+
+
+def start_key(message: str) -> str:
+    """The key of one stored `run.start`'s plan (`message` names it across redeliveries)."""
+    return f"{START_KEYS}.{message}"
+
+
+def oracle_samples_key(run_id: str, n: int) -> str:
+    """The key of the `n`-th chunk of a run's grading samples."""
+    return f"{ORACLE_SAMPLES}.{run_id}.{n}"
+
+
+def oracle_samples_keys(run_id: str) -> str:
+    """A key filter matching every sample chunk of one run (for `RunStore.keys`)."""
+    return f"{ORACLE_SAMPLES}.{run_id}.*"

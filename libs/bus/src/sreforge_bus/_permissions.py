@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sreforge_bus._names import DEADLETTER_PREFIX, RUNS_BUCKET, STREAM
+from sreforge_bus._names import (
+    DEADLETTER_PREFIX,
+    DEPLOYER_KEYS,
+    ORACLE_KEYS,
+    RECORDED,
+    RUNNER_CLAIM,
+    RUNS_BUCKET,
+    STREAM,
+)
 
 __all__ = [
     "BOOTSTRAP_USER",
@@ -46,10 +54,10 @@ SERVICE_KEYS: Mapping[str, tuple[str, ...]] = {
     "trigger": (),
     "correlator": (">",),  # run states, `start.*`, `route.*`; it also sweeps others' scratch keys
     "context": (),
-    "runner": ("runner.>",),
-    "deployer": ("deployer.>",),
-    "oracle": ("oracle.>",),
-    "recorder": ("recorded.>",),
+    "runner": (f"{RUNNER_CLAIM}.>",),
+    "deployer": (f"{DEPLOYER_KEYS}.>",),
+    "oracle": (f"{ORACLE_KEYS}.>",),
+    "recorder": (f"{RECORDED}.>",),
 }
 """Service → the run-store keys it may write (KV subject patterns); everyone may read all.
 

@@ -1,4 +1,5 @@
-"""KV helpers over the `sreforge-runs` bucket: create-as-claim and compare-and-swap."""
+"""KV helpers over the `sreforge-runs` bucket: create-as-claim, compare-and-swap, the one
+run-state reader and once-per-run claims."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import nats.errors
 import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
+from pydantic import ValidationError
+from sreforge_contracts import RunState
 
-from sreforge_bus._errors import CasConflict, RunStoreError
-from sreforge_bus._names import RUNS_BUCKET
+from sreforge_bus._errors import CasConflict, RunStateUnreadable, RunStoreError
+from sreforge_bus._names import RUNS_BUCKET, run_state_key
+from sreforge_bus._once import Once
 
-__all__ = ["Entry", "RunStore"]
+__all__ = ["Entry", "RunStore", "parse_run_state"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,18 @@ class RunStore:
                     f"KV bucket {self._bucket!r} does not exist; run bootstrap() first"
                 ) from err
         return self._kv
+
+    async def run_state(self, run_id: str) -> RunState | None:
+        """The run's state, or None when there is no such run.
+
+        Raises `RunStateUnreadable` (a `ValueError`) when the stored value is no `RunState`.
+        """
+        entry = await self.get(run_state_key(run_id))
+        return None if entry is None else parse_run_state(run_id, entry.value)
+
+    def once(self, owner: str, run_id: str) -> Once:
+        """`owner`'s once-per-run claim on `run_id` (key `<owner>.<run_id>`)."""
+        return Once(self, owner, run_id)
 
     async def claim(self, key: str, value: bytes) -> bool:
         """Create `key` only if it is absent: True if this call created it, False if it existed."""
@@ -117,3 +133,11 @@ class RunStore:
             await kv.purge(key)
         except (nats.errors.Error, TimeoutError) as err:
             raise RunStoreError(f"removal of run store key {key!r} failed: {err!r}") from err
+
+
+def parse_run_state(run_id: str, value: bytes) -> RunState:
+    """Read a stored run state; `RunStateUnreadable` (a `ValueError`) when it is none."""
+    try:
+        return RunState.model_validate_json(value)
+    except ValidationError as error:
+        raise RunStateUnreadable(f"run {run_id}: stored state is not a RunState: {error}") from None

@@ -29,7 +29,8 @@ RUN_EVENTS_SUBJECTS = (RUN_EVENTS_WILDCARD,)
 TRIGGER_FIRED_SUBJECT = "sreforge.trigger.fired"
 TRIGGER_RESOLVED_SUBJECT = "sreforge.trigger.resolved"
 TRIGGER_SUBJECTS = (TRIGGER_FIRED_SUBJECT, TRIGGER_RESOLVED_SUBJECT)
-DEADLETTER_PREFIX = "sreforge.deadletter"
+DEADLETTER_PREFIX = "sreforge.deadletter."
+"""Dead letters go to `<prefix><durable>`; the trailing dot is part of the prefix."""
 
 
 def run_event_subject(run_id: str, event_type: str) -> str:

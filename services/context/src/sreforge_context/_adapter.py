@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sreforge_bus import ConsumerSpec, Route, Service
-from sreforge_contracts import parse_event
+from sreforge_contracts import RunTriggered
 
 from sreforge_context._brief import BriefHandler
 from sreforge_context._settings import ContextSettings
@@ -16,7 +16,7 @@ CONSUMER = ConsumerSpec("context", ("sreforge.run.*.RunTriggered",))
 def build_service(settings: ContextSettings | None = None) -> Service:
     """The context service; `settings` default to the environment, read on first use."""
     handler = BriefHandler(settings=settings, max_deliver=CONSUMER.max_deliver)
-    return Service(name="context", routes=(Route(CONSUMER, handler, parse_event),))
+    return Service(name="context", routes=(Route.on(CONSUMER, RunTriggered, handler),))
 
 
 SERVICE = build_service()

@@ -13,7 +13,6 @@ from typing import Literal
 from sreforge_bus import Context
 from sreforge_contracts import (
     RUN_PHASES,
-    AnyEvent,
     BriefReady,
     Event,
     Leak,
@@ -120,10 +119,8 @@ class BriefHandler:
             self._resolved = self.settings or ContextSettings()
         return self._resolved
 
-    async def __call__(self, event: AnyEvent, context: Context) -> Sequence[Event]:
+    async def __call__(self, event: RunTriggered, context: Context) -> Sequence[Event]:
         """Handle one RunTriggered; retry while the run state lags, then fail the run."""
-        if not isinstance(event, RunTriggered):
-            return ()
         try:
             return await self._brief(event, context)
         except (ScenarioNotFound, ScenarioInvalid) as error:
@@ -134,10 +131,9 @@ class BriefHandler:
             return (_failed(event.run_id, f"{error} (after {self.max_deliver} attempts)", "error"),)
 
     async def _brief(self, event: RunTriggered, context: Context) -> Sequence[Event]:
-        entry = await context.bus.runs.get(event.run_id)
-        if entry is None:
+        state = await context.run_state(event.run_id)
+        if state is None:
             raise RunStateMissing(f"run {event.run_id}: no run state in KV")
-        state = RunState.model_validate_json(entry.value)
         if state.terminal or RUN_PHASES.index(state.phase) > _TRIGGERED:
             context.log.info("brief.already_past", run_id=state.run_id, phase=state.phase)
             return ()

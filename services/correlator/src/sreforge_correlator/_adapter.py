@@ -31,13 +31,14 @@ from sreforge_bus import (
     ConsumerSpec,
     Context,
     Delivery,
+    Emit,
     Route,
     Service,
+    parse_as,
 )
 from sreforge_contracts import (
     RUN_EVENTS_SUBJECTS,
     RUN_START_SUBJECT,
-    ContractError,
     Event,
     RunRequested,
     TriggerFired,
@@ -73,13 +74,6 @@ DEADLETTERS_CONSUMER = ConsumerSpec("correlator-deadletters", (f"{DEADLETTER_PRE
 def _body(data: bytes) -> bytes:
     """`run.start` bodies are validated by the handler, so a malformed one still gets a reply."""
     return data
-
-
-def _parse_trigger(data: bytes) -> TriggerFired | TriggerResolved:
-    event = parse_event(data)
-    if not isinstance(event, TriggerFired | TriggerResolved):
-        raise ContractError(f"trigger subject: type: {event.type} is not a trigger event")
-    return event
 
 
 def _message_key(delivery: Delivery) -> str:
@@ -118,10 +112,11 @@ class CorrelatorService(Service):
             # its sender gets a RunRejected naming the limit instead of a silent dead letter.
             Route(COMMANDS_CONSUMER, self._on_start, _body, max_bytes=None),
             Route(EVENTS_CONSUMER, self._on_event, parse_event),
-            Route(TRIGGERS_CONSUMER, self._on_trigger, _parse_trigger),
+            Route(TRIGGERS_CONSUMER, self._on_trigger, parse_as(TriggerFired, TriggerResolved)),
             Route(DEADLETTERS_CONSUMER, self._on_dead_letter, _body),
         )
         object.__setattr__(self, "routes", routes)
+        object.__setattr__(self, "tasks", (self._sweep,))
 
     @property
     def current_settings(self) -> CorrelatorSettings:
@@ -138,27 +133,17 @@ class CorrelatorService(Service):
         catalog = ScenarioCatalog(settings.use_cases, settings.scripts_dir)
         return Correlator(RunLedger(bus.runs), catalog, settings, self._finished)
 
-    async def run(self, bus: Bus, stop: asyncio.Event) -> None:
-        """Serve the four consumers and sweep deadlines until `stop` is set."""
-        sweeper = asyncio.create_task(self._sweep(bus, stop), name="correlator-sweep")
-        try:
-            await super().run(bus, stop)
-        finally:
-            sweeper.cancel()
-            await asyncio.gather(sweeper, return_exceptions=True)
-
-    async def _on_start(self, body: bytes, context: Context) -> Sequence[Event]:
+    async def _on_start(self, body: bytes, context: Context) -> Emit:
         outcome = await self.correlator(context.bus).start(
             body, _message_key(context.delivery), utcnow()
         )
-        await context.bus.publish(outcome.event)  # before the reply: a follower sees it at once
-        await context.bus.reply(context.delivery, outcome.reply)
         if isinstance(outcome.event, RunRequested):
             context.log.info("run.accepted", run_id=outcome.event.run_id)
         else:
             reason = outcome.reply.error
             context.log.info("run.rejected", run_id=outcome.event.run_id, reason=reason)
-        return ()
+        # The event is stored before the reply, so a follower sees it at once.
+        return Emit(events=[outcome.event], reply=outcome.reply)
 
     async def _on_event(self, event: Event, context: Context) -> Sequence[Event]:
         return self._publishing(await self.correlator(context.bus).run_event(event))
@@ -184,6 +169,7 @@ class CorrelatorService(Service):
         return events
 
     async def _sweep(self, bus: Bus, stop: asyncio.Event) -> None:
+        """The deadline sweep, the service's background task (see the module docstring)."""
         settings = self.current_settings
         keep = timedelta(seconds=2 * settings.announce_window_seconds)
         while not stop.is_set():

@@ -11,8 +11,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydantic import ValidationError
-from sreforge_bus import CasConflict, RunStore
+from sreforge_bus import (
+    ORACLE_HANDOFF,
+    ROUTE_KEYS,
+    RUNNER_CLAIM,
+    CasConflict,
+    RunStateUnreadable,
+    RunStore,
+    once_key,
+    oracle_samples_keys,
+    parse_run_state,
+    route_key,
+    run_state_key,
+    start_key,
+)
 from sreforge_contracts import RUN_ID_PATTERN, RunState
 
 from sreforge_correlator._errors import RunStateError
@@ -45,7 +57,7 @@ class RunLedger:
 
     async def plan(self, message: str, fresh: StartPlan) -> StartPlan:
         """The plan of one `run.start`: `fresh` on its first delivery, else the kept one."""
-        key = f"start.{message}"
+        key = start_key(message)
         if await self._store.claim(key, fresh.model_dump_json().encode()):
             return fresh
         entry = await self._store.get(key)
@@ -55,11 +67,12 @@ class RunLedger:
 
     async def create(self, state: RunState) -> bool:
         """Create the run's state; False when the run id is already taken."""
-        return await self._store.claim(state.run_id, state.model_dump_json().encode())
+        key = run_state_key(state.run_id)
+        return await self._store.claim(key, state.model_dump_json().encode())
 
     async def load(self, run_id: str) -> RunState | None:
         """The run's current state, or None when there is no such run."""
-        entry = await self._store.get(run_id)
+        entry = await self._store.get(run_state_key(run_id))
         return None if entry is None else _parse(run_id, entry.value)
 
     async def change(self, run_id: str, step: Callable[[RunState], RunState]) -> Change | None:
@@ -69,7 +82,7 @@ class RunLedger:
         the fresh state after every conflict.
         """
         for _ in range(_CAS_ATTEMPTS):
-            entry = await self._store.get(run_id)
+            entry = await self._store.get(run_state_key(run_id))
             if entry is None:
                 return None
             before = _parse(run_id, entry.value)
@@ -77,7 +90,9 @@ class RunLedger:
             if after is before or after == before:
                 return Change(before, before)
             try:
-                await self._store.update(run_id, after.model_dump_json().encode(), entry.revision)
+                await self._store.update(
+                    entry.key, after.model_dump_json().encode(), entry.revision
+                )
             except CasConflict:
                 continue
             return Change(before, after)
@@ -85,11 +100,11 @@ class RunLedger:
 
     async def index_route(self, route: str, run_id: str) -> None:
         """Remember which run owns `route`."""
-        await self._store.put(f"route.{route}", run_id.encode())
+        await self._store.put(route_key(route), run_id.encode())
 
     async def run_of_route(self, route: str) -> str | None:
         """The run that owns `route`, or None."""
-        entry = await self._store.get(f"route.{route}")
+        entry = await self._store.get(route_key(route))
         return None if entry is None else entry.value.decode()
 
     async def run_ids(self) -> list[str]:
@@ -109,7 +124,7 @@ class RunLedger:
             entry = await self._store.get(key)
             if entry is None:
                 continue
-            if key.startswith("route.") and entry.value.decode() != state.run_id:
+            if key.startswith(f"{ROUTE_KEYS}.") and entry.value.decode() != state.run_id:
                 continue
             await self._store.remove(key)
             removed.append(key)
@@ -127,12 +142,13 @@ class RunLedger:
         `start.<message>` is keyed by message, not by run.
         """
         run = state.run_id
-        samples = await self._store.keys(f"oracle.samples.{run}.*")
-        return [f"route.{state.alert_route}", f"runner.{run}", f"oracle.handoff.{run}", *samples]
+        samples = await self._store.keys(oracle_samples_keys(run))
+        owned = [once_key(RUNNER_CLAIM, run), once_key(ORACLE_HANDOFF, run)]
+        return [route_key(state.alert_route), *owned, *samples]
 
 
 def _parse(run_id: str, value: bytes) -> RunState:
     try:
-        return RunState.model_validate_json(value)
-    except ValidationError as error:
-        raise RunStateError(f"run {run_id}: stored state is not a RunState: {error}") from None
+        return parse_run_state(run_id, value)
+    except RunStateUnreadable as error:
+        raise RunStateError(str(error)) from None

@@ -8,24 +8,14 @@ and this module publishes them. Stopping the service tears down every owned stac
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import structlog
-from sreforge_bus import Bus, BusError, ConsumerSpec, Context, Route, Service
-from sreforge_contracts import (
-    ContractError,
-    Event,
-    Recorded,
-    RunRequested,
-    Scored,
-    Submitted,
-    parse_event,
-)
+from sreforge_bus import Bus, ConsumerSpec, Context, Emit, Route, Service
+from sreforge_contracts import Event, Recorded, RunRequested, Scored, Submitted
 
 from sreforge_deployer._ledger import KvClaims
 from sreforge_deployer._local_topology import LocalTopologies, LocalTopology
@@ -43,8 +33,6 @@ __all__ = [
     "DeployerService",
     "deployer_service",
 ]
-
-E = TypeVar("E", bound=Event)
 
 STACK_CONSUMER = ConsumerSpec("deployer-stack", ("sreforge.run.*.RunRequested",))
 SUBMITTED_CONSUMER = ConsumerSpec("deployer-submitted", ("sreforge.run.*.Submitted",))
@@ -95,31 +83,21 @@ class Deployer:
         """Tear down every stack this process still owns (the engine is stopping)."""
         await self.saga.shutdown(log)
 
+    async def stopped(self, bus: Bus) -> None:
+        """The stop hook: after the last handler returned, tear down the owned stacks."""
+        with contextlib.suppress(Exception):
+            await self.shutdown(structlog.get_logger("sreforge.deployer"))
+
 
 async def _drive(stage: AbstractAsyncContextManager[Step], context: Context) -> Sequence[Event]:
-    """Publish a step's events; when the stage goes on, its final events are returned."""
+    """A step's events; a stage that goes on once they are out (`then`) goes on inside
+    its own scope, which holds the run's lock, so that step is emitted from here."""
     async with stage as step:
         if step.then is None:
             return step.events
-        try:
-            for event in step.events:
-                await context.bus.publish(event)
-        except BusError as error:  # e.g. the bus refused StackReady: the stage undoes itself
-            if step.abandon is None:
-                raise
-            return await step.abandon(error)
-        return await step.then()
-
-
-def _parser(*kinds: type[E]) -> Callable[[bytes], E]:
-    def parse(data: bytes) -> E:
-        event = parse_event(data)
-        if not isinstance(event, kinds):
-            names = " or ".join(kind.__name__ for kind in kinds)
-            raise ContractError(f"expected a {names} event, got {event.type}")
-        return event
-
-    return parse
+        # A refused publish (e.g. of StackReady) is answered by the stage undoing itself.
+        await context.emit(Emit(events=step.events, then=step.then, refused=step.abandon))
+        return ()
 
 
 @dataclass(frozen=True)
@@ -127,14 +105,6 @@ class DeployerService(Service):
     """The deployer's routes; when it stops, every stack it owns is torn down."""
 
     deployer: Deployer = field(default_factory=Deployer)
-
-    async def run(self, bus: Bus, stop: asyncio.Event) -> None:
-        """Serve until `stop`, let in-flight handlers finish, then tear down owned stacks."""
-        try:
-            await super().run(bus, stop)
-        finally:
-            with contextlib.suppress(Exception):
-                await self.deployer.shutdown(structlog.get_logger("sreforge.deployer"))
 
 
 def deployer_service(settings: DeployerSettings | None = None) -> DeployerService:
@@ -144,11 +114,12 @@ def deployer_service(settings: DeployerSettings | None = None) -> DeployerServic
         name="deployer",
         deployer=deployer,
         routes=(
-            Route(STACK_CONSUMER, deployer.on_run_requested, _parser(RunRequested)),
-            Route(SUBMITTED_CONSUMER, deployer.on_submitted, _parser(Submitted)),
-            Route(SCORED_CONSUMER, deployer.on_scored, _parser(Scored)),
-            Route(CLEANUP_CONSUMER, deployer.on_recorded, _parser(Recorded)),
+            Route.on(STACK_CONSUMER, RunRequested, deployer.on_run_requested),
+            Route.on(SUBMITTED_CONSUMER, Submitted, deployer.on_submitted),
+            Route.on(SCORED_CONSUMER, Scored, deployer.on_scored),
+            Route.on(CLEANUP_CONSUMER, Recorded, deployer.on_recorded),
         ),
+        on_stop=(deployer.stopped,),
     )
 
 

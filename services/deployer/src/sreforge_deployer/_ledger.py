@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from sreforge_bus import RunStore
+from sreforge_bus import RunStore, deployer_stage
 from sreforge_contracts import Event, RunState, parse_event
 
 __all__ = ["PENDING", "KvClaims", "StageLedger"]
@@ -21,25 +21,25 @@ class StageLedger:
     """One stage of one run: claim it once, then remember the events it produced."""
 
     def __init__(self, runs: RunStore, stage: str, run_id: str) -> None:
-        self.key = f"deployer.{stage}.{run_id}"
-        self._runs = runs
+        self._once = runs.once(deployer_stage(stage), run_id)
+        self.key = self._once.key
 
     async def claim(self) -> bool:
         """True when this call is the one that does the stage."""
-        return await self._runs.claim(self.key, PENDING)
+        return await self._once.claim(PENDING)
 
     async def outcome(self) -> list[Event] | None:
         """The stored events of a finished stage; None while pending (or never claimed)."""
-        entry = await self._runs.get(self.key)
-        if entry is None or entry.value == PENDING:
+        value = await self._once.value()
+        if value is None or value == PENDING:
             return None
-        stored = json.loads(entry.value)
+        stored = json.loads(value)
         return [parse_event(json.dumps(item)) for item in stored["events"]]
 
     async def save(self, events: Sequence[Event]) -> None:
         """Store the stage's events (after they are published)."""
         body = {"events": [event.model_dump(mode="json") for event in events]}
-        await self._runs.put(self.key, json.dumps(body).encode())
+        await self._once.record(json.dumps(body).encode())
 
 
 class KvClaims:
@@ -62,9 +62,8 @@ class KvClaims:
 
     async def ended(self, run_id: str) -> bool:
         """Whether `deployer.cleanup.<run_id>` is claimed."""
-        return await self._runs.get(f"deployer.cleanup.{run_id}") is not None
+        return await self._runs.once(deployer_stage("cleanup"), run_id).claimed()
 
     async def run_state(self, run_id: str) -> RunState | None:
         """The run's state entry, validated (`ValueError` when unreadable)."""
-        entry = await self._runs.get(run_id)
-        return None if entry is None else RunState.model_validate_json(entry.value)
+        return await self._runs.run_state(run_id)

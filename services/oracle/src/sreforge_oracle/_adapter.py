@@ -9,12 +9,11 @@ the stretch the oracle missed being read back from Prometheus's history.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import structlog
-from sreforge_bus import Bus, ConsumerSpec, Context, Route, Service
+from sreforge_bus import Bus, ConsumerSpec, Context, Emit, Handled, Route, Service
 from sreforge_contracts import (
     BriefReady,
     CiResult,
@@ -25,7 +24,6 @@ from sreforge_contracts import (
     RunState,
     Scored,
     Submitted,
-    parse_event,
 )
 
 from sreforge_oracle._errors import GradingInterrupted, OracleError
@@ -47,7 +45,6 @@ __all__ = [
     "oracle_service",
 ]
 
-E = TypeVar("E", bound=Event)
 Log = structlog.stdlib.BoundLogger
 
 SUBMITTED_CONSUMER = ConsumerSpec("oracle-submitted", ("sreforge.run.*.Submitted",))
@@ -75,25 +72,31 @@ class Oracle:
             self._settings = OracleSettings()
         return self._settings
 
-    def open(self) -> asyncio.Event:
-        """A fresh halt signal for one serving of the service; set it to stop grading."""
+    async def open(self, bus: Bus) -> None:
+        """The start hook: a fresh halt signal for this serving of the service."""
         self._halt = asyncio.Event()
-        return self._halt
 
-    async def on_submitted(self, event: Submitted, context: Context) -> Sequence[Event]:
+    async def halt_on_stop(self, bus: Bus, stopping: asyncio.Event) -> None:
+        """The service's task: halt grading as soon as the service stops, so an in-flight
+        Deployed is saved and handed back instead of holding the stop up for minutes."""
+        halt = self._halt
+        await stopping.wait()
+        halt.set()
+
+    async def on_submitted(self, event: Submitted, context: Context) -> Handled:
         """No submission → failed (`no_submission`); a submission waits for CI."""
-        if not event.submission.submitted:
-            why = event.submission.stop_reason or ""
-            outcome = DeliveryOutcome(submitted=False, ci_green=False, redeployed=False, reason=why)
-            await self._settle(event.run_id, outcome, context)
-        return ()
+        if event.submission.submitted:
+            return ()
+        why = event.submission.stop_reason or ""
+        outcome = DeliveryOutcome(submitted=False, ci_green=False, redeployed=False, reason=why)
+        return await self._settle(event.run_id, outcome, context)
 
-    async def on_ci_result(self, event: CiResult, context: Context) -> Sequence[Event]:
+    async def on_ci_result(self, event: CiResult, context: Context) -> Handled:
         """CI red → rejected, score 0; green waits for Deployed."""
-        if not event.green:
-            outcome = DeliveryOutcome(submitted=True, ci_green=False, redeployed=False)
-            await self._settle(event.run_id, outcome, context)
-        return ()
+        if event.green:
+            return ()
+        outcome = DeliveryOutcome(submitted=True, ci_green=False, redeployed=False)
+        return await self._settle(event.run_id, outcome, context)
 
     async def on_brief(self, event: BriefReady, context: Context) -> Sequence[Event]:
         """Snapshot the alerts firing at hand-off from the run's Prometheus (once per run).
@@ -113,16 +116,15 @@ class Oracle:
                 context.log.warning("oracle.handoff_skipped", run_id=event.run_id, error=str(error))
                 return ()
         firing = [alert for alert in alerts if alert.state == "firing"]
-        await RunJournal(context.bus.runs, event.run_id).save_handoff(firing)
+        await RunJournal(context.runs, event.run_id).save_handoff(firing)
         return ()
 
-    async def on_deployed(self, event: Deployed, context: Context) -> Sequence[Event]:
+    async def on_deployed(self, event: Deployed, context: Context) -> Handled:
         """Grade the deployed fix (or fail closed on a failed redeploy) and publish one outcome."""
-        journal = RunJournal(context.bus.runs, event.run_id)
+        journal = RunJournal(context.runs, event.run_id)
         existing = await journal.outcome()
         if existing is not None:
-            await _publish_once(journal, existing.event, context.bus)
-            return ()
+            return await _once(journal, existing.event)
         result: Scored | RunFailed
         if not event.redeployed:
             outcome = DeliveryOutcome(
@@ -132,13 +134,12 @@ class Oracle:
             result = fail_closed_scored(event.run_id, outcome, weights)
         else:
             result = await self._grade(event, journal, context.bus, context.log)
-        await _publish_once(journal, result, context.bus)
-        return ()
+        return await _once(journal, result)
 
-    async def _settle(self, run_id: str, outcome: DeliveryOutcome, context: Context) -> None:
+    async def _settle(self, run_id: str, outcome: DeliveryOutcome, context: Context) -> Handled:
         weights = await self._weights_for(run_id, context)
-        journal = RunJournal(context.bus.runs, run_id)
-        await _publish_once(journal, fail_closed_scored(run_id, outcome, weights), context.bus)
+        journal = RunJournal(context.runs, run_id)
+        return await _once(journal, fail_closed_scored(run_id, outcome, weights))
 
     async def _weights_for(self, run_id: str, context: Context) -> dict[str, float] | None:
         """The manifest's weights for the record's detail; defaults if the run is unknown."""
@@ -162,7 +163,7 @@ class Oracle:
     ) -> Scored | RunFailed:
         run_id = event.run_id
         try:
-            state = await _run_state(bus, run_id)
+            state = await bus.runs.run_state(run_id)
         except ValueError as error:
             return oracle_failed(run_id, f"the run state of {run_id} in KV is unreadable: {error}")
         if state is None:
@@ -181,37 +182,27 @@ class Oracle:
             return oracle_failed(run_id, f"grading against {url} failed: {error}")
 
 
-async def _run_state(bus: Bus, run_id: str) -> RunState | None:
-    entry = await bus.runs.get(run_id)
-    return None if entry is None else RunState.model_validate_json(entry.value)
-
-
 async def _readable_run_state(context: Context, run_id: str) -> RunState | None:
     """The run state, or `None` (logged) when it is missing or unreadable."""
     try:
-        return await _run_state(context.bus, run_id)
+        return await context.run_state(run_id)
     except ValueError as error:
         context.log.warning("oracle.run_state_unreadable", run_id=run_id, error=str(error))
         return None
 
 
-async def _publish_once(journal: RunJournal, event: Scored | RunFailed, bus: Bus) -> None:
-    """Claim `event` as the run's outcome (or adopt the one claimed) and publish it once."""
+async def _once(journal: RunJournal, event: Scored | RunFailed) -> Handled:
+    """Claim `event` as the run's outcome (or adopt the one claimed), to be published once:
+    marked published only after it is stored, so a redelivery publishes nothing more."""
     outcome = await journal.claim_outcome(event)
     if outcome.published:
-        return
-    await bus.publish(outcome.event)
-    await journal.mark_published(outcome)
+        return ()
 
+    async def published() -> Sequence[Event]:
+        await journal.mark_published(outcome)
+        return ()
 
-def _parser(kind: type[E]) -> Callable[[bytes], E]:
-    def parse(data: bytes) -> E:
-        event = parse_event(data)
-        if not isinstance(event, kind):
-            raise ContractError(f"expected a {kind.__name__} event, got {event.type}")
-        return event
-
-    return parse
+    return Emit(events=[outcome.event], then=published)
 
 
 @dataclass(frozen=True)
@@ -219,20 +210,6 @@ class OracleService(Service):
     """The oracle's routes; stopping it interrupts grading so the input can resume elsewhere."""
 
     oracle: Oracle = field(default_factory=Oracle)
-
-    async def run(self, bus: Bus, stop: asyncio.Event) -> None:
-        """Serve until `stop`; then halt in-flight gradings (saved, handed back) and return."""
-        halt = self.oracle.open()
-
-        async def relay() -> None:
-            await stop.wait()
-            halt.set()
-
-        relay_task = asyncio.create_task(relay())
-        try:
-            await super().run(bus, stop)
-        finally:
-            relay_task.cancel()
 
 
 def oracle_service(
@@ -244,11 +221,13 @@ def oracle_service(
         name="oracle",
         oracle=oracle,
         routes=(
-            Route(SUBMITTED_CONSUMER, oracle.on_submitted, _parser(Submitted)),
-            Route(CI_CONSUMER, oracle.on_ci_result, _parser(CiResult)),
-            Route(BRIEF_CONSUMER, oracle.on_brief, _parser(BriefReady)),
-            Route(deployed, oracle.on_deployed, _parser(Deployed)),
+            Route.on(SUBMITTED_CONSUMER, Submitted, oracle.on_submitted),
+            Route.on(CI_CONSUMER, CiResult, oracle.on_ci_result),
+            Route.on(BRIEF_CONSUMER, BriefReady, oracle.on_brief),
+            Route.on(deployed, Deployed, oracle.on_deployed),
         ),
+        tasks=(oracle.halt_on_stop,),
+        on_start=(oracle.open,),
     )
 
 

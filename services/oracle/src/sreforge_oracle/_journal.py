@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import TypeAdapter
-from sreforge_bus import RunStore
+from sreforge_bus import ORACLE_HANDOFF, ORACLE_SCORED, RunStore, oracle_samples_key
 from sreforge_contracts import Event, RunFailed, Scored, parse_event
 
 from sreforge_oracle._errors import GradingInterrupted
@@ -60,16 +60,18 @@ class RunJournal:
         self._store = store
         self._run_id = run_id
         self._chunks = 0
+        self._handoff = store.once(ORACLE_HANDOFF, run_id)
+        self._outcome = store.once(ORACLE_SCORED, run_id)
 
     async def save_handoff(self, alerts: Sequence[ObservedAlert]) -> bool:
         """Keep the hand-off snapshot unless one exists (a redelivery keeps the first)."""
         value = _ALERTS.dump_json(list(alerts))
-        return await self._store.claim(f"oracle.handoff.{self._run_id}", value)
+        return await self._handoff.claim(value)
 
     async def handoff(self) -> list[ObservedAlert] | None:
         """The hand-off snapshot, or `None` if none was taken."""
-        entry = await self._store.get(f"oracle.handoff.{self._run_id}")
-        return None if entry is None else _ALERTS.validate_json(entry.value)
+        value = await self._handoff.value()
+        return None if value is None else _ALERTS.validate_json(value)
 
     async def samples(self) -> list[GradingSample]:
         """Every saved sample, in order; also positions the next `append`."""
@@ -98,24 +100,20 @@ class RunJournal:
 
     async def outcome(self) -> Outcome | None:
         """The claimed outcome, if any grader got that far."""
-        entry = await self._store.get(self._outcome_key)
-        return None if entry is None else Outcome.from_bytes(entry.value)
+        value = await self._outcome.value()
+        return None if value is None else Outcome.from_bytes(value)
 
     async def claim_outcome(self, event: Scored | RunFailed) -> Outcome:
         """Make `event` the run's outcome unless another is claimed; return the one in force."""
         mine = Outcome(event=event, published=False)
-        if await self._store.claim(self._outcome_key, mine.to_bytes()):
+        if await self._outcome.claim(mine.to_bytes()):
             return mine
         claimed = await self.outcome()
         return claimed if claimed is not None else mine
 
     async def mark_published(self, outcome: Outcome) -> None:
         """Record that the outcome is on the stream: redeliveries then publish nothing."""
-        await self._store.put(self._outcome_key, Outcome(outcome.event, True).to_bytes())
-
-    @property
-    def _outcome_key(self) -> str:
-        return f"oracle.scored.{self._run_id}"
+        await self._outcome.record(Outcome(outcome.event, True).to_bytes())
 
     def _chunk_key(self, n: int) -> str:
-        return f"oracle.samples.{self._run_id}.{n}"
+        return oracle_samples_key(self._run_id, n)

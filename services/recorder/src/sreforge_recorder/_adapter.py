@@ -16,7 +16,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
-from sreforge_bus import ConsumerSpec, Context, Route, Service, misplaced, read_stored
+from sreforge_bus import (
+    RECORDED,
+    ConsumerSpec,
+    Context,
+    Emit,
+    Handled,
+    Route,
+    Service,
+    misplaced,
+    read_stored,
+)
 from sreforge_contracts import (
     RUN_EVENTS_SUBJECTS,
     AgentTranscript,
@@ -80,7 +90,7 @@ class Recorder:
             self._schema = RecordSchema(self.settings.schema_path)
         return self._schema
 
-    async def handle(self, event: Event, context: Context) -> Sequence[Event]:
+    async def handle(self, event: Event, context: Context) -> Handled:
         """Log `event`; on the run's first terminal event, record and announce the run."""
         if event.run_id is None:
             context.log.warning("run event without run_id ignored", type=event.type)
@@ -90,15 +100,18 @@ class Recorder:
         folder.add_event(LoggedEvent(delivery.stream_seq, delivery.subject, event))
         if not is_terminal(event):
             return ()
-        announced = f"recorded.{event.run_id}"
-        if await context.bus.runs.get(announced) is not None:
+        announced = context.once(RECORDED, event.run_id)
+        if await announced.claimed():
             return ()
         await self._backfill(folder, context, upto=delivery.stream_seq)
         recorded = self.record(folder, context.log)
-        # Published here rather than returned, so the KV mark is set only after it is stored.
-        await context.bus.publish(recorded)
-        await context.bus.runs.claim(announced, recorded.model_dump_json().encode())
-        return ()
+
+        async def mark() -> Sequence[Event]:
+            # Only once Recorded is stored: a crash before it redelivers and records again.
+            await announced.claim(recorded.model_dump_json().encode())
+            return ()
+
+        return Emit(events=[recorded], then=mark)
 
     def record(self, folder: RunFolder, log: Log) -> Recorded:
         """Write the run's record unless it exists, bank it, and describe it as `Recorded`."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sreforge_bus import ConsumerSpec, Route, Service
-from sreforge_contracts import parse_event
+from sreforge_contracts import BriefReady
 
 from sreforge_runner._handoff import RunnerHandler
 from sreforge_runner._settings import RunnerSettings
@@ -16,7 +16,7 @@ CONSUMER = ConsumerSpec("runner", ("sreforge.run.*.BriefReady",))
 def build_service(settings: RunnerSettings | None = None) -> Service:
     """The runner service; `settings` default to the environment, read on first use."""
     handler = RunnerHandler(settings=settings, max_deliver=CONSUMER.max_deliver)
-    return Service(name="runner", routes=(Route(CONSUMER, handler, parse_event),))
+    return Service(name="runner", routes=(Route.on(CONSUMER, BriefReady, handler),))
 
 
 SERVICE = build_service()

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import JsonValue
-from sreforge_bus import Context
+from sreforge_bus import RUNNER_CLAIM, Context, once_key
 from sreforge_contracts import (
     AGENT_DIR,
-    AnyEvent,
     BriefReady,
     ContractError,
     Event,
@@ -67,7 +66,7 @@ _MIN_BUDGET_S = 0.1
 
 def claim_key(run_id: str) -> str:
     """The runs-bucket key whose creation claims the run's agent session."""
-    return f"runner.{run_id}"
+    return once_key(RUNNER_CLAIM, run_id)
 
 
 @dataclass
@@ -85,10 +84,8 @@ class RunnerHandler:
             self._resolved = self.settings or RunnerSettings()
         return self._resolved
 
-    async def __call__(self, event: AnyEvent, context: Context) -> Sequence[Event]:
+    async def __call__(self, event: BriefReady, context: Context) -> Sequence[Event]:
         """Handle one BriefReady: at most one agent session per run, one Submitted."""
-        if not isinstance(event, BriefReady):
-            return ()
         try:
             outcome = await self._handoff(event, context)
         except RunnerError as error:
@@ -138,7 +135,7 @@ class RunnerHandler:
             )
         base = await asyncio.to_thread(head_commit, workspace)
         claim = json.dumps({"base_commit": base, "agent": state.agent, "at": _now()})
-        if not await context.bus.runs.claim(claim_key(event.run_id), claim.encode()):
+        if not await context.once(RUNNER_CLAIM, event.run_id).claim(claim.encode()):
             return await self._resume(event, context, sandbox)
         done = self._active[event.run_id] = asyncio.Event()
         try:
@@ -165,8 +162,8 @@ class RunnerHandler:
         if saved.is_file():
             context.log.info("agent.republish", run_id=event.run_id)
             return parse_event(saved.read_bytes())
-        entry = await context.bus.runs.get(claim_key(event.run_id))
-        record = json.loads(entry.value) if entry else {}
+        claimed = await context.once(RUNNER_CLAIM, event.run_id).value()
+        record = json.loads(claimed) if claimed else {}
         sandbox.kill_leftovers()
         agent = str(record.get("agent", "unknown"))
         base = str(record.get("base_commit") or "HEAD")
@@ -259,10 +256,10 @@ def _collect(
 
 
 async def _run_state(context: Context, run_id: str) -> RunState:
-    entry = await context.bus.runs.get(run_id)
-    if entry is None:
+    state = await context.run_state(run_id)
+    if state is None:
         raise RunnerError(f"run {run_id}: no run state in KV")
-    return RunState.model_validate_json(entry.value)
+    return state
 
 
 def _agent_dir(state: RunState, workspace: Path) -> Path:

@@ -70,11 +70,14 @@ class TriggerService(Service):
     settings: TriggerSettings | None = None
     listening: Listening = field(default_factory=Listening, compare=False)
 
-    async def run(self, bus: Bus, stop: asyncio.Event) -> None:
-        """Serve HTTP on the configured host/port until `stop` is set, then shut down.
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tasks", (self.receive,))
 
-        A server or poller that dies early ends `run` with its error (or `TriggerError`)
-        instead of leaving the engine with a silent trigger.
+    async def receive(self, bus: Bus, stop: asyncio.Event) -> None:
+        """The service's task: serve HTTP on the configured host/port until `stop` is set.
+
+        A server or poller that dies early ends the service with its error (or
+        `TriggerError`) instead of leaving the engine with a silent trigger.
         """
         settings = self.settings or TriggerSettings()
         app = create_app(bus.publish, settings)

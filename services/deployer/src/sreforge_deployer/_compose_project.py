@@ -42,7 +42,8 @@ def bridge_gateway(docker: str = "docker") -> str:
     try:
         return str(next(ipaddress.ip_network(subnet.strip(), strict=False).hosts()))
     except (ValueError, StopIteration) as error:
-        raise DeployerError(f"the Docker bridge network has no gateway address ({out!r})") from error
+        reason = f"the Docker bridge network has no gateway address ({out!r})"
+        raise DeployerError(reason) from error
 
 
 class ComposeProject:

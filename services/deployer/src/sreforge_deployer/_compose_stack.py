@@ -103,7 +103,7 @@ class ComposeStack:
             self._record().write()
             self._build_workspace()
             self._seed()
-            self._image = self._stack_image().ensure()
+            self._image = self.stack_image().ensure()
             self._render_observability()
             self._write_compose_file()
             self.project.up()
@@ -239,7 +239,8 @@ class ComposeStack:
         if launch is not None:
             run_once(launch)
 
-    def _stack_image(self) -> StackImage:
+    def stack_image(self) -> StackImage:
+        """The stack image this run uses (built by `up()` when the engine lacks it)."""
         settings = self.settings
         binaries = {
             "prometheus": settings.prometheus_bin,

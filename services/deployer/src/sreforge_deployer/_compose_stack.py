@@ -246,6 +246,7 @@ class ComposeStack:
             "prometheus": settings.prometheus_bin,
             "prometheus-alertmanager": settings.alertmanager_bin,
         }
+        # The build lock sits beside the port leases: the one machine-wide lock dir.
         return StackImage(self.spec.root, settings.compose_wheels, binaries, settings.port_lock_dir)
 
     def _render_observability(self) -> None:

@@ -18,8 +18,10 @@ from sreforge_deployer._compose_file import (
     network_url,
     template_values,
 )
-from sreforge_deployer._compose_project import project_name
+from sreforge_deployer._compose_image import StackImage
+from sreforge_deployer._compose_project import gateway_of, project_name
 from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopologies
+from sreforge_deployer._errors import DeployerError
 from sreforge_deployer._local_topology import LocalTopologies
 from sreforge_deployer._render import RenderedObservability
 from sreforge_deployer._spec import load_scenario_setup, load_stack_spec
@@ -154,3 +156,36 @@ def test_the_run_request_picks_the_topology() -> None:
     default = provider.open(RunRequested.model_validate(fields))
     assert type(compose).__name__ == "ComposeTopology"
     assert type(default).__name__ == "LocalTopology"
+
+
+@pytest.mark.parametrize(
+    ("ipam", "gateway"),
+    [("172.18.0.1 172.18.0.0/16", "172.18.0.1"), (" 172.17.0.0/16", "172.17.0.1")],
+)
+def test_the_bridge_gateway_is_read_or_derived_from_the_subnet(ipam: str, gateway: str) -> None:
+    """The relay listens where `host-gateway` points, even when the engine omits it."""
+    assert gateway_of(ipam) == gateway
+
+
+def test_a_bridge_without_an_address_is_a_deployer_error() -> None:
+    """No address to give the relay: the stack does not start, with the reason."""
+    with pytest.raises(DeployerError, match="no gateway address"):
+        gateway_of("")
+
+
+def test_the_image_tag_follows_its_inputs(tmp_path: Path) -> None:
+    """Same inputs, same tag (reused by every run); a changed wheel, a new tag (rebuilt).
+    Only requirements the wheels can satisfy are installed (pytest is CI's, host-side)."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "requirements.txt").write_text("flask>=3.0\npytest>=8.2  # tests\n")
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    wheel = wheels / "flask-3.1.3-py3-none-any.whl"
+    wheel.write_bytes(b"one")
+    image = StackImage(tmp_path, wheels, {"prometheus": "true"}, tmp_path / "locks")
+    assert image.requirements() == ["flask>=3.0"]
+    first = image.tag()
+    assert first == image.tag()
+    assert first.startswith("local/sreforge-stack:")
+    wheel.write_bytes(b"two")
+    assert image.tag() != first

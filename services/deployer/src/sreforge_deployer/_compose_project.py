@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sreforge_deployer._errors import DeployerError
 
-__all__ = ["PROJECT_LABEL", "ComposeProject", "bridge_gateway", "project_name"]
+__all__ = ["PROJECT_LABEL", "ComposeProject", "bridge_gateway", "gateway_of", "project_name"]
 
 PROJECT_LABEL = "com.docker.compose.project"
 _TAIL = 3000
@@ -27,22 +27,24 @@ def project_name(run_id: str) -> str:
 
 
 def bridge_gateway(docker: str = "docker") -> str:
-    """The address `host-gateway` maps to: the default bridge's gateway (docker0).
-
-    The engine leaves `Gateway` out of the default bridge's IPAM config when it picked
-    the subnet itself; the gateway is then the subnet's first address.
-    """
+    """The address `host-gateway` maps to: the default bridge's gateway (docker0)."""
     template = "{{range .IPAM.Config}}{{.Gateway}} {{.Subnet}}{{end}}"
-    out = _docker([docker, "network", "inspect", "bridge", "--format", template], 30.0)
-    gateway, _, subnet = out.strip().partition(" ")
-    if not subnet and "/" in gateway:
-        gateway, subnet = "", gateway
-    if gateway:
-        return gateway
+    return gateway_of(_docker([docker, "network", "inspect", "bridge", "--format", template], 30.0))
+
+
+def gateway_of(ipam: str) -> str:
+    """The gateway in `"<gateway> <subnet>"`; the subnet's first address when it is left out.
+
+    The engine leaves `Gateway` out of the default bridge's IPAM config when it picked the
+    subnet itself; the gateway is then the subnet's first address.
+    """
+    fields = ipam.split()
+    if len(fields) == 2:
+        return fields[0]
     try:
-        return str(next(ipaddress.ip_network(subnet.strip(), strict=False).hosts()))
-    except (ValueError, StopIteration) as error:
-        reason = f"the Docker bridge network has no gateway address ({out!r})"
+        return str(next(ipaddress.ip_network(fields[0], strict=False).hosts()))
+    except (ValueError, IndexError, StopIteration) as error:
+        reason = f"the Docker bridge network has no gateway address ({ipam!r})"
         raise DeployerError(reason) from error
 
 

@@ -91,6 +91,17 @@ def test_a_time_scale_outside_the_unit_interval_is_refused_by_the_parser(bad: st
         parser.parse_args(["run", "x", "--agent", "noop", "--time-scale", bad])
 
 
+def test_the_topology_flag_reaches_run_start_and_defaults_to_local() -> None:
+    """`--topology compose` picks the compose topology; without it a run is local."""
+    parser = argparse.ArgumentParser(prog="sreforge")
+    add_run_command(parser.add_subparsers())
+    assert parser.parse_args(["run", "x", "--agent", "noop"]).topology == "local"
+    chosen = parser.parse_args(["run", "x", "--agent", "noop", "--topology", "compose"])
+    assert chosen.topology == "compose"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["run", "x", "--agent", "noop", "--topology", "k8s"])
+
+
 def test_a_progress_line_shows_elapsed_time_phase_and_detail() -> None:
     """Aligned columns: elapsed seconds, the phase, the detail."""
     assert (
@@ -104,6 +115,11 @@ def test_phase_events_are_described_with_their_detail() -> None:
         run_id=RUN, producer="c", scenario="s-1", agent="noop", time_scale=0.1, alert_route="r1"
     )
     assert describe(requested) == ("requested", "s-1, agent noop, time scale 0.1")
+    on_compose = requested.model_copy(update={"topology": "compose"})
+    assert describe(on_compose) == (
+        "requested",
+        "s-1, agent noop, time scale 0.1, topology compose",
+    )
     trigger = Trigger(source="alertmanager", alert_name="HighLatency", fired_at=T0)
     fired = RunTriggered(run_id=RUN, producer="c", trigger=trigger, alert_fired_at=T0)
     assert describe(fired) == ("triggered", "HighLatency fired")

@@ -32,6 +32,7 @@ from sreforge_contracts import (
     RunStartReply,
     Scored,
     Submitted,
+    TopologyName,
     parse_event,
 )
 
@@ -67,7 +68,7 @@ _REPLY_TIMEOUT_S = 15.0
 
 
 def add_run_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register `run <scenario> --agent <profile> [--time-scale S] [--trials N] [--json]`."""
+    """Register `run <scenario> --agent <profile> [--time-scale S] [--topology T] [--trials N]`."""
     run = verbs.add_parser(
         "run",
         help="run a scenario with an agent and print its verdict",
@@ -81,6 +82,10 @@ def add_run_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) 
     run.add_argument(
         "--time-scale", type=_time_scale, default=1.0, metavar="S",
         help="0 < S <= 1: shrink every system duration (a smoke verdict below 1)",
+    )  # fmt: skip
+    run.add_argument(
+        "--topology", choices=("local", "compose"), default="local",
+        help="where the run's stack runs: local processes (default) or a Compose project",
     )  # fmt: skip
     run.add_argument("--trials", type=_positive, default=1, metavar="N", help="run N times in turn")
     run.add_argument("--json", action="store_true", help="one JSON object per trial on stdout")
@@ -105,7 +110,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the trials and return the exit code (the worst trial's)."""
     settings = EngineSettings()
     configure_logging(settings.log_format, "WARNING")
-    trial = _Trial(args.scenario, args.agent, args.time_scale, Progress(sys.stderr))
+    trial = _Trial(args.scenario, args.agent, args.time_scale, Progress(sys.stderr), args.topology)
     try:
         outcomes = asyncio.run(_trials(settings, trial, args.trials, as_json=args.json))
     except BusError as error:
@@ -156,10 +161,16 @@ class _Trial:
     agent: str
     time_scale: float
     progress: Progress
+    topology: TopologyName = "local"
 
     async def run(self, engine: RunningEngine) -> Outcome:
         self.progress.restart()
-        request = RunStart(scenario=self.scenario, agent=self.agent, time_scale=self.time_scale)
+        request = RunStart(
+            scenario=self.scenario,
+            agent=self.agent,
+            time_scale=self.time_scale,
+            topology=self.topology,
+        )
         try:
             answer = await engine.bus.command(RUN_START_SUBJECT, request, _REPLY_TIMEOUT_S)
             reply = RunStartReply.model_validate_json(answer)

@@ -122,7 +122,8 @@ def describe(event: Event) -> tuple[str, str] | None:
     """The phase an event marks and a one-line detail, or None for events that are no phase."""
     if isinstance(event, RunRequested):
         scale = f"time scale {event.time_scale:g}"
-        return "requested", f"{event.scenario}, agent {event.agent}, {scale}"
+        where = "" if event.topology == "local" else f", topology {event.topology}"
+        return "requested", f"{event.scenario}, agent {event.agent}, {scale}{where}"
     if isinstance(event, RunRejected):
         return "rejected", event.reason
     if isinstance(event, StackReady):

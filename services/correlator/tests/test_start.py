@@ -47,6 +47,19 @@ def test_a_valid_start_is_accepted_with_the_minted_run_id_and_route() -> None:
     assert decision.reply.run_id == PLAN.run_id
 
 
+def test_the_topology_asked_for_is_carried_to_the_deployer() -> None:
+    """`topology` reaches RunRequested (local when absent); an unknown one is refused."""
+    compose = _decide(scenario="latency-cache-stampede", agent="noop", topology="compose")
+    assert isinstance(compose, Accepted)
+    assert compose.event.topology == "compose"
+    default = _decide(scenario="latency-cache-stampede", agent="noop")
+    assert isinstance(default, Accepted)
+    assert default.event.topology == "local"
+    unknown = _decide(scenario="latency-cache-stampede", agent="noop", topology="k8s")
+    assert isinstance(unknown, Rejected)
+    assert "topology" in unknown.event.reason
+
+
 def test_a_client_run_id_is_kept() -> None:
     """A run.start naming its run_id gets that id."""
     decision = _decide(scenario="latency-cache-stampede", agent="noop", run_id="my-run-1")

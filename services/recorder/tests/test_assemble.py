@@ -45,6 +45,7 @@ def test_happy_path_gives_a_passed_record_with_every_phase_timing(story: Any) ->
     assert record.sli_series is not None
     assert len(record.sli_series) == 10
     assert record.time_scale == 0.1
+    assert record.topology == "local", "from RunRequested (its default)"
     assert record.engine_version == "0.1.0"
     assert record.abort_reason is None
     assert record.started_at == story.at(0)

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import jsonschema
 import psutil
+from sreforge_deployer._compose_project import ComposeProject, project_name
 
 from ._pool import REPO, Run, RunPool
 
@@ -40,6 +41,10 @@ def finished(
         assert isinstance(record["sli_series"], list)
     live = {r.pid for r in pool.runs.values() if r is not run and r.pid and not r.done.is_set()}
     assert_nothing_left(run, records[0].parent, live)
+    if run.topology == "compose":
+        assert record.get("topology") == "compose", f"{name}: record says {record.get('topology')}"
+        left = ComposeProject(project_name(record["run_id"])).leftovers()
+        assert not left, f"{name}: the run's Compose project is not gone: {left}"
     return run, outcome, record
 
 

@@ -48,6 +48,8 @@ class RunSpec:
     prepare: Callable[[Run], None] | None = None
     beside: Callable[[Run], None] | None = None
     """Runs in a thread while the CLI does; must return once `run.exited` is set."""
+    topology: str = "local"
+    """`sreforge run --topology`: where the run's stack runs."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ class Run:
     """A host listener the run's agent must not reach (its network namespace)."""
     kept_globs: tuple[str, ...] = ()
     """Files of the stack run dir (globs under it, e.g. `*/logs/*.log`) copied to `kept`."""
+    topology: str = "local"
 
     @property
     def engine_home(self) -> Path:
@@ -156,6 +159,8 @@ class Run:
         """Run the CLI to completion (or the limit), in its own session."""
         argv = [sys.executable, "-m", "sreforge", "run", SCENARIO, "--agent", self.agent]
         argv += ["--time-scale", TIME_SCALE, "--json"]
+        if self.topology != "local":
+            argv += ["--topology", self.topology]
         self.started = time.monotonic()
         with (self.root / "stderr.log").open("w") as stderr:
             proc = subprocess.Popen(
@@ -278,6 +283,7 @@ def private_cases(run: Run) -> Path:
 def _prepared(run: Run, spec: RunSpec) -> Run:
     """The run's folder, with its own doctored copy of `use-cases/` when it needs one."""
     run.root.mkdir()
+    run.topology = spec.topology
     if spec.doctor is not None:
         run.cases = run.root / "cases"
         shutil.copytree(REPO / "use-cases", run.cases, ignore=CASES_NOISE)

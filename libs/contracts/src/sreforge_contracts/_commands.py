@@ -8,7 +8,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from sreforge_contracts._base import Contract
 from sreforge_contracts._errors import ContractError
-from sreforge_contracts._ids import RunId, ScenarioId
+from sreforge_contracts._ids import RunId, ScenarioId, TopologyName
 from sreforge_contracts._limits import check_message
 from sreforge_contracts._subjects import RUN_START_SUBJECT
 
@@ -19,7 +19,8 @@ class RunStart(Contract):
     """Start a run of `scenario` with the agent profile `agent`.
 
     `time_scale` (0 < s ≤ 1) shrinks every system duration uniformly (a smoke
-    run below 1); `run_id` is minted by the correlator when absent.
+    run below 1); `run_id` is minted by the correlator when absent; `topology`
+    says where the run's stack runs (`local` unless `compose` is asked for).
     """
 
     SUBJECT: ClassVar[str] = RUN_START_SUBJECT
@@ -29,6 +30,7 @@ class RunStart(Contract):
     time_scale: float = Field(default=1.0, gt=0, le=1)
     run_id: RunId | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+    topology: TopologyName = "local"
 
 
 class RunStartReply(Contract):

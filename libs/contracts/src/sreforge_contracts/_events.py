@@ -9,7 +9,7 @@ from pydantic import Field
 
 from sreforge_contracts._contract import RunContract, RunWorkspace
 from sreforge_contracts._envelope import Event
-from sreforge_contracts._ids import RunId, ScenarioId
+from sreforge_contracts._ids import RunId, ScenarioId, TopologyName
 from sreforge_contracts._record import OracleScore, SliSample, Verdict
 from sreforge_contracts._run_record import CiOutcome, CiTestSet, DeployOutcome
 from sreforge_contracts._scenario_env import DeliveryMode
@@ -52,6 +52,8 @@ class RunRequested(_RunEvent):
     labels: dict[str, str] = Field(default_factory=dict)
     alert_route: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     """The opaque route this run's Alertmanager posts to; carries no harness words."""
+    topology: TopologyName = "local"
+    """Where the deployer runs the stack (`run.start`'s `topology`)."""
 
 
 class RunRejected(_RunEvent):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import StringConstraints
 
@@ -16,6 +16,7 @@ __all__ = [
     "SCENARIO_ID_PATTERN",
     "RunId",
     "ScenarioId",
+    "TopologyName",
     "check_run_id",
     "check_scenario_id",
     "new_run_id",
@@ -29,6 +30,11 @@ ScenarioId = Annotated[str, StringConstraints(pattern=SCENARIO_ID_PATTERN, max_l
 
 RunId = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN)]
 """A run id: lowercase letters, digits and dashes, 3-64 long (no dots, slashes, spaces)."""
+
+
+TopologyName = Literal["local", "compose"]
+"""Where a run's stack runs: child processes on loopback ports (`local`, the default) or
+a Docker Compose project per run (`compose`)."""
 
 
 def new_run_id(now: datetime | None = None) -> str:

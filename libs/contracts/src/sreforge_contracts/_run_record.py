@@ -20,7 +20,7 @@ from pydantic import (
 from sreforge_contracts._base import Contract, schema_requires
 from sreforge_contracts._contract import Profile
 from sreforge_contracts._errors import ContractError
-from sreforge_contracts._ids import RunId, ScenarioId
+from sreforge_contracts._ids import RunId, ScenarioId, TopologyName
 from sreforge_contracts._prune import LENIENT, prune_when_lenient
 from sreforge_contracts._record import OracleScore, SliSample, Verdict
 from sreforge_contracts._submission import AgentExit
@@ -144,7 +144,7 @@ class RunRecord(Contract):
     `ci` / `deploy` are null when the run did not get that far. Optional:
     `agent_transcript` (header, or full with raw payload), `full_record_sha256`
     (set on pruned records), and SREForge's `time_scale`, `sli_series`,
-    `abort_reason`, `engine_version`, `proof_run`.
+    `abort_reason`, `engine_version`, `proof_run`, `topology`.
     """
 
     model_config = ConfigDict(
@@ -174,6 +174,8 @@ class RunRecord(Contract):
     engine_version: str | None = None
     proof_run: bool = False
     """True when the agent's profile was unverified: a labelled proof run, never banked."""
+    topology: TopologyName | None = None
+    """Where the run's stack ran (`local`, `compose`); None in records before 1.x adds it."""
 
     @model_validator(mode="before")
     @classmethod

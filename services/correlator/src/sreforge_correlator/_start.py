@@ -171,6 +171,7 @@ def decide_start(
         time_scale=start.time_scale,
         labels=start.labels,
         alert_route=plan.alert_route,
+        topology=start.topology,
     )
     return Accepted(state=state, event=event)
 

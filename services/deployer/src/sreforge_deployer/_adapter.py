@@ -2,6 +2,7 @@
 
 RunRequested → stack, arm (StackReady, FaultArmed); Submitted → CI, merge, redeploy
 (CiResult, Deployed); Scored → stop the processes; Recorded → cleanup (CleanedUp).
+Each run's stack is local or a Compose project, as its RunRequested says.
 The decisions, claims and replays are in `_saga.py`; each stage returns its events
 and this module publishes them. Stopping the service tears down every owned stack.
 """
@@ -17,6 +18,7 @@ import structlog
 from sreforge_bus import Bus, ConsumerSpec, Context, Emit, Route, Service
 from sreforge_contracts import Event, Recorded, RunRequested, Scored, Submitted
 
+from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopologies
 from sreforge_deployer._ledger import KvClaims
 from sreforge_deployer._local_topology import LocalTopologies, LocalTopology
 from sreforge_deployer._saga import Saga, Step
@@ -45,11 +47,13 @@ SCORED_CONSUMER = ConsumerSpec("deployer-scored", ("sreforge.run.*.Scored",))
 
 
 class Deployer:
-    """The deployer's handlers: the saga over local topologies, wired to the bus."""
+    """The deployer's handlers: the saga over each run's topology, wired to the bus."""
 
     def __init__(self, settings: DeployerSettings | None = None) -> None:
         self.topologies = LocalTopologies(settings)
-        self.saga = Saga(self.topologies)
+        # Each run's RunRequested.topology picks its provider; local is the default.
+        per_run = PerRunTopologies(self.topologies, ComposeTopologies(self.topologies))
+        self.saga = Saga(per_run)
 
     @property
     def settings(self) -> DeployerSettings:

@@ -41,8 +41,9 @@ def prometheus_launch(
     env: dict[str, str],
     time_scale: float,
     timeout_seconds: float,
+    host: str = "127.0.0.1",
 ) -> LaunchSpec:
-    """How to start the run's Prometheus on 127.0.0.1:`port`, data under `obs_dir`."""
+    """How to start the run's Prometheus on `host`:`port`, data under `obs_dir`."""
     return LaunchSpec(
         name=PROMETHEUS,
         argv=[
@@ -50,7 +51,7 @@ def prometheus_launch(
             f"--config.file={rendered.prometheus_config}",
             f"--storage.tsdb.path={obs_dir / 'data'}",
             "--storage.tsdb.retention.time=1d",
-            f"--web.listen-address=127.0.0.1:{port}",
+            f"--web.listen-address={host}:{port}",
             f"--query.lookback-delta={scale_duration(_LOOKBACK_DELTA, time_scale)}",
             f"--rules.alert.resend-delay={scale_duration(_RESEND_DELAY, time_scale)}",
         ],
@@ -72,15 +73,16 @@ def alertmanager_launch(
     *,
     env: dict[str, str],
     timeout_seconds: float,
+    host: str = "127.0.0.1",
 ) -> LaunchSpec:
-    """How to start the run's Alertmanager; clustering off so it binds only `port`."""
+    """How to start the run's Alertmanager on `host`; clustering off: it binds only `port`."""
     return LaunchSpec(
         name=ALERTMANAGER,
         argv=[
             binary,
             f"--config.file={rendered.alertmanager_config}",
             f"--storage.path={obs_dir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
+            f"--web.listen-address={host}:{port}",
             # Empty disables the gossip listener, which otherwise binds 0.0.0.0:9094
             # and makes a second stack on this machine fail.
             "--cluster.listen-address=",

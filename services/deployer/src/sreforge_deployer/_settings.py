@@ -10,7 +10,13 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["DeployerSettings", "default_engine_home", "default_runs_root", "default_use_cases"]
+__all__ = [
+    "DeployerSettings",
+    "default_compose_wheels",
+    "default_engine_home",
+    "default_runs_root",
+    "default_use_cases",
+]
 
 
 def default_runs_root() -> Path:
@@ -29,6 +35,11 @@ def default_engine_home() -> Path:
     if configured:
         return Path(configured)
     return Path.home() / ".local" / "state" / "sreforge"
+
+
+def default_compose_wheels() -> Path:
+    """`.sreforge/compose/wheels` of this checkout (`scripts/compose-context` fills it)."""
+    return Path(__file__).resolve().parents[4] / ".sreforge" / "compose" / "wheels"
 
 
 def default_use_cases() -> Path:
@@ -81,3 +92,6 @@ class DeployerSettings(BaseSettings):
     # Go runtime of the run's Prometheus and Alertmanager (GOGC, GOMEMLIMIT); "" = Go's own.
     observability_gogc: str = "50"
     observability_gomemlimit: str = ""
+    # The compose topology's stack image installs the stack's requirements from here,
+    # offline (the lockfile's wheels, downloaded on the host by scripts/compose-context).
+    compose_wheels: Path = Field(default_factory=default_compose_wheels)

@@ -13,6 +13,7 @@ import psutil
 
 from sreforge_deployer._confine import check as check_confinement
 from sreforge_deployer._confine import confinement_for
+from sreforge_deployer._delivery import baked_patches, deliver_at_arm
 from sreforge_deployer._errors import (
     DeployerError,
     LoadControlError,
@@ -52,8 +53,6 @@ from sreforge_deployer._workspace import Workspace
 
 __all__ = ["LocalStack", "StackEndpoints", "TeardownReport"]
 
-_BAKED_MODES = ("setup-baked", "arm-runtime-notrace")
-_RECENT_MODES = ("arm-deploy-recent", "multi-commit")
 # Sent nowhere: a closed loopback port, for stacks started without a receiver.
 _NO_RECEIVER = "http://127.0.0.1:9/"
 
@@ -143,13 +142,10 @@ class LocalStack:
         workspace = self._require_workspace()
         if self.spec.load is not None:
             self.pause()
-        mode = self.setup.delivery_mode
-        if mode in _RECENT_MODES:
-            created = workspace.deliver_recent(self.setup.inject_patches)
-            self.fault_commit = created[-1] if created else None
-            self._restart(self.spec.service)
-        elif mode == "arm-runtime-notrace":
-            self._runtime_env = dict(self.setup.runtime_env)
+        delivery = deliver_at_arm(self.setup, workspace)
+        self.fault_commit = delivery.fault_commit
+        self._runtime_env = delivery.runtime_env
+        if delivery.restart:
             self._restart(self.spec.service)
         self.base_commit = workspace.head()
         # The confirm-fire clock starts when load hits the faulted build, not before
@@ -309,9 +305,8 @@ class LocalStack:
 
     def _build_workspace(self) -> None:
         source = self.spec.root / self.spec.workspace_source
-        baked = self.setup.inject_patches if self.setup.delivery_mode in _BAKED_MODES else []
         dest = self._wiring().workspace_dir
-        self.workspace = Workspace.build(source, dest, baked_patches=baked)
+        self.workspace = Workspace.build(source, dest, baked_patches=baked_patches(self.setup))
         self.base_commit = self.workspace.head()
 
     def _seed(self) -> None:

@@ -16,8 +16,9 @@ Topology                             one run's stack
 ```
 
 Every failure of a topology or a checkout is a `DeployerError`; the stages map its
-subtypes to verdicts. The local topology (`_local_topology.py`, over `LocalStack`) is
-the one implementation today; a compose topology comes later.
+subtypes to verdicts. Two implementations: the local topology (`_local_topology.py`,
+over `LocalStack`) and the compose topology (`_compose_topology.py`, over `ComposeStack`);
+`PerRunTopologies` opens each run's from the one its RunRequested names.
 """
 
 from __future__ import annotations

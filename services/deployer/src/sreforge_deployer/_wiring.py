@@ -22,7 +22,7 @@ from sreforge_deployer._process import LaunchSpec, resolve_binary
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import WORKSPACE_CWD, ComponentSpec, ScenarioSetup, StackSpec
 
-__all__ = ["ALERTMANAGER", "PROMETHEUS", "Wiring"]
+__all__ = ["ALERTMANAGER", "PROMETHEUS", "Wiring", "fill_template"]
 
 PROMETHEUS = "prometheus"
 ALERTMANAGER = "alertmanager"
@@ -72,7 +72,7 @@ class Wiring:
         values = self._placeholders(None)
         return LaunchSpec(
             name="seed",
-            argv=[_fill(arg, values, "seed") for arg in seed.argv],
+            argv=[fill_template(arg, values, "seed") for arg in seed.argv],
             cwd=self._cwd(seed.cwd),
             env=self.base_env(),
             log_path=self.log_dir / "seed.log",
@@ -82,12 +82,15 @@ class Wiring:
     def launch(self, component: ComponentSpec, runtime_env: dict[str, str]) -> LaunchSpec:
         """The concrete launch of `component` (the service also gets `runtime_env`)."""
         values = self._placeholders(component)
-        argv = [_fill(arg, values, component.name) for arg in component.argv]
+        argv = [fill_template(arg, values, component.name) for arg in component.argv]
         if component.is_load:
             argv.append("--paused")  # load begins when the run says so, never at boot
         env = {
             **self.base_env(),
-            **{key: _fill(value, values, component.name) for key, value in component.env.items()},
+            **{
+                key: fill_template(value, values, component.name)
+                for key, value in component.env.items()
+            },
             **{key: f"{real * self.time_scale:g}" for key, real in component.scaled_env.items()},
         }
         if component.name == self.spec.service:
@@ -145,6 +148,7 @@ class Wiring:
     def _placeholders(self, component: ComponentSpec | None) -> dict[str, str]:
         values = {
             "python": self.settings.python,
+            "host": "127.0.0.1",
             "db_path": str(self.data_dir / f"{self.spec.service}.db"),
             "load_rate": self.setup.load_rate,
             "load_profile": self.setup.load_profile,
@@ -162,7 +166,8 @@ class Wiring:
         return self.workspace_dir if cwd == WORKSPACE_CWD else self.spec.root / cwd
 
 
-def _fill(template: str, values: dict[str, str], where: str) -> str:
+def fill_template(template: str, values: dict[str, str], where: str) -> str:
+    """`template` with its `{placeholders}` filled; `StackSpecError` naming an unknown one."""
     try:
         return template.format_map(values)
     except (KeyError, IndexError, ValueError) as error:

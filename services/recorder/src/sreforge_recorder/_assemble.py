@@ -119,6 +119,7 @@ def assemble_record(
         finished_at=max(end.occurred_at, started_at),
         agent_transcript=agent_transcript,
         time_scale=requested.time_scale if requested else None,
+        topology=requested.topology if requested else None,
         sli_series=list(scored.sli_series) if scored else None,
         abort_reason=abort_reason,
         engine_version=engine_version,

@@ -1,0 +1,354 @@
+"""`ComposeStack`: one run's stack as a Docker Compose project (`sreforge-run-<hash>`).
+
+The workspace, the seed, the fault's delivery and the observability configs are the
+local topology's own code (`_workspace`, `_delivery`, `_render`, the seed's launch
+from `_wiring`); only where components run differs: containers of the stack image
+on the run's network, each published on a leased loopback port. The state file
+`compose.json` in the run dir lets any process find and remove the project.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import yaml
+
+from sreforge_deployer._compose_file import (
+    RELAY_SERVICE,
+    ComposeRun,
+    WebhookRelay,
+    compose_document,
+    network_url,
+    template_values,
+)
+from sreforge_deployer._compose_image import StackImage
+from sreforge_deployer._compose_project import ComposeProject, bridge_gateway, project_name
+from sreforge_deployer._compose_state import ComposeRecord
+from sreforge_deployer._delivery import baked_patches, deliver_at_arm
+from sreforge_deployer._errors import ComponentStartError, DeployerError, LoadControlError
+from sreforge_deployer._load import post_load
+from sreforge_deployer._observability import go_runtime_env, settle_past_windows, wait_scraped
+from sreforge_deployer._ports import PortAllocator, PortLease
+from sreforge_deployer._process import run_once
+from sreforge_deployer._render import RenderedObservability, render_observability
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._spec import ComponentSpec, load_scenario_setup, load_stack_spec
+from sreforge_deployer._teardown import remove_run_dir
+from sreforge_deployer._token import read_or_create_token
+from sreforge_deployer._topology import StackEndpoints
+from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
+from sreforge_deployer._workspace import Workspace
+
+__all__ = ["ComposeStack"]
+
+_NO_RECEIVER = "http://127.0.0.1:9/"  # inside Alertmanager's container: nothing there
+_OBSERVABILITY = (ALERTMANAGER, PROMETHEUS)
+
+
+class ComposeStack:
+    """A per-run stack as a Compose project: `up`, `arm`, `redeploy`, `down` (verified)."""
+
+    def __init__(
+        self,
+        scenario_dir: Path,
+        *,
+        time_scale: float = 1.0,
+        run_id: str | None = None,
+        webhook_url: str | None = None,
+        webhook_route: str | None = None,
+        webhook_token_file: Path | None = None,
+        settings: DeployerSettings | None = None,
+    ) -> None:
+        if not 0 < time_scale <= 1:
+            raise ValueError(f"time_scale must be in (0, 1], got {time_scale}")
+        self.setup = load_scenario_setup(scenario_dir)
+        self.spec = load_stack_spec(self.setup.stack_dir)
+        self.settings = settings or DeployerSettings()
+        self.time_scale = time_scale
+        self.run_id = run_id or f"run-{secrets.token_hex(4)}"
+        self.run_dir = self.settings.runs_root / self.run_id
+        self.project = ComposeProject(project_name(self.run_id), self.run_dir / "compose.yaml")
+        self.webhook_route = webhook_route or secrets.token_hex(12)
+        self.webhook_token = (
+            read_or_create_token(webhook_token_file)
+            if webhook_token_file
+            else secrets.token_urlsafe(32)
+        )
+        self._webhook_base = webhook_url
+        self._leases: dict[str, PortLease] = {}
+        self._relay_lease: PortLease | None = None
+        self._runtime_env: dict[str, str] = {}
+        self._image = ""
+        self._relay: WebhookRelay | None = None
+        self.workspace: Workspace | None = None
+        self.rendered: RenderedObservability | None = None
+        self.base_commit: str | None = None
+        self.fault_commit: str | None = None
+        self.armed_at: datetime | None = None
+
+    def up(self) -> StackEndpoints:
+        """Workspace, seed, image, then every container, health-gated and scraped."""
+        if self.run_dir.exists():
+            raise DeployerError(f"run dir {self.run_dir} already exists (run id reused?)")
+        self.run_dir.mkdir(parents=True, mode=0o700)
+        try:
+            self._lease_ports()
+            self._record().write()
+            self._build_workspace()
+            self._seed()
+            self._image = self.stack_image().ensure()
+            self._render_observability()
+            self._write_compose_file()
+            self.project.up()
+            for name in (*_OBSERVABILITY, *(c.name for c in self.spec.components)):
+                self._wait_healthy(name)
+            jobs = {c.job for c in self.spec.components if c.job}
+            log = self.run_dir / "logs" / f"{PROMETHEUS}.log"
+            wait_scraped(self.url(PROMETHEUS), jobs, self.settings.scrape_timeout_seconds, log)
+        except BaseException as error:
+            leftovers = self.down()
+            if leftovers:
+                error.add_note(f"left after the failed start: {'; '.join(leftovers)}")
+            raise
+        return self.endpoints
+
+    def arm(self) -> str:
+        """Deliver the fault as the local topology does, then start the load."""
+        if self.armed_at is not None:
+            raise DeployerError(f"run {self.run_id} is already armed")
+        workspace = self._require_workspace()
+        if self.spec.load is not None:
+            self._post_load(self._load().pause)
+        delivery = deliver_at_arm(self.setup, workspace)
+        self.fault_commit = delivery.fault_commit
+        self._runtime_env = delivery.runtime_env
+        if delivery.restart:
+            self._recreate_service()
+        self.base_commit = workspace.head()
+        armed_at = self.start_load() if self.spec.load is not None else None
+        self.armed_at = armed_at or datetime.now(UTC)
+        return self.base_commit
+
+    def redeploy(self, *, readiness_gate: bool | None = None) -> float:
+        """Recreate the service's container from the workspace's tree; seconds taken."""
+        gate = self.setup.readiness_gate if readiness_gate is None else readiness_gate
+        load = self.spec.load if gate else None
+        started = time.monotonic()
+        if load is not None:
+            self._post_load(load.pause)
+        self._recreate_service()
+        if load is not None:
+            self.start_load()
+        return time.monotonic() - started
+
+    def start_load(self) -> datetime:
+        """Warm up, let the warm-up age out of every rule window, resume; when resumed."""
+        load = self._load()
+        if load.warmup:
+            since = time.time()
+            self._post_load(load.warmup, timeout=120.0)
+            if self.rendered is not None:
+                job = self.spec.component(self.spec.service).job or self.spec.service
+                settle_past_windows(self.url(PROMETHEUS), self.rendered, job, since)
+        resumed_at = datetime.now(UTC)
+        self._post_load(load.resume)
+        return resumed_at
+
+    def stop_processes(self) -> None:
+        """Stop every container of the project (the run dir and the project stay)."""
+        with contextlib.suppress(DeployerError):
+            self.project.stop(self.settings.teardown_grace_seconds)
+
+    def down(self) -> list[str]:
+        """`compose down -v --remove-orphans`, remove the run dir, verify; what is left."""
+        remaining = down_project(self.project, self.settings.teardown_grace_seconds)
+        remove_run_dir(self.run_dir)
+        if self.run_dir.exists():
+            remaining.append(f"run directory {self.run_dir}")
+        for lease in [*self._leases.values(), *filter(None, [self._relay_lease])]:
+            lease.release()
+        self._leases.clear()
+        self._relay_lease = None
+        return remaining
+
+    def url(self, name: str) -> str:
+        """`http://127.0.0.1:<published port>` of a component."""
+        return f"http://127.0.0.1:{self._leases[name].port}"
+
+    @property
+    def endpoints(self) -> StackEndpoints:
+        """Agent view (host-side agents: the published URLs) and operator view (all)."""
+        names = [PROMETHEUS, ALERTMANAGER, self.spec.service]
+        agent = {name: self.url(name) for name in names}
+        operator = {**agent, **{name: self.url(name) for name in self._leases}}
+        return StackEndpoints(agent=agent, operator=operator)
+
+    @property
+    def network_endpoints(self) -> dict[str, str]:
+        """The agent's view from inside the run's network (`http://prometheus:9090`)."""
+        names = [PROMETHEUS, ALERTMANAGER, self.spec.service]
+        return {name: network_url(name) for name in names}
+
+    def _ports(self) -> dict[str, int]:
+        ports = {name: lease.port for name, lease in self._leases.items()}
+        if self._relay_lease is not None:
+            ports[RELAY_SERVICE] = self._relay_lease.port
+        return ports
+
+    def _wiring(self) -> Wiring:
+        ports = {name: lease.port for name, lease in self._leases.items()}
+        return Wiring(self.spec, self.setup, self.settings, self.run_dir, ports, self.time_scale)
+
+    def _lease_ports(self) -> None:
+        names = [c.name for c in self.spec.components] + [ALERTMANAGER, PROMETHEUS]
+        relay = self._webhook_target()
+        settings = self.settings
+        allocator = PortAllocator(
+            settings.port_lock_dir, settings.port_range_low, settings.port_range_high
+        )
+        leases = allocator.lease(len(names) + (relay is not None))
+        self._leases = dict(zip(names, leases, strict=False))
+        if relay is not None:
+            self._relay_lease = leases[-1]
+            self._relay = WebhookRelay(bridge_gateway(), leases[-1].port, *relay)
+
+    def _webhook_target(self) -> tuple[str, int] | None:
+        if self._webhook_base is None:
+            return None
+        parts = urlsplit(self._webhook_base)
+        if parts.scheme != "http" or parts.hostname is None:
+            raise DeployerError(f"webhook base {self._webhook_base!r}: expected http://host:port")
+        return parts.hostname, parts.port or 80
+
+    def _build_workspace(self) -> None:
+        source = self.spec.root / self.spec.workspace_source
+        dest = self._wiring().workspace_dir
+        self.workspace = Workspace.build(source, dest, baked_patches=baked_patches(self.setup))
+        self.base_commit = self.workspace.head()
+
+    def _seed(self) -> None:
+        (self.run_dir / "data").mkdir(exist_ok=True)
+        launch = self._wiring().seed_launch()  # on the host, before any agent code exists
+        if launch is not None:
+            run_once(launch)
+
+    def stack_image(self) -> StackImage:
+        """The stack image this run uses (built by `up()` when the engine lacks it)."""
+        settings = self.settings
+        binaries = {
+            "prometheus": settings.prometheus_bin,
+            "prometheus-alertmanager": settings.alertmanager_bin,
+        }
+        # The build lock sits beside the port leases: the one machine-wide lock dir.
+        return StackImage(self.spec.root, settings.compose_wheels, binaries, settings.port_lock_dir)
+
+    def _render_observability(self) -> None:
+        obs = self.run_dir / "observability"
+        for name in _OBSERVABILITY:
+            (obs / name).mkdir(parents=True)
+        token_file = obs / "webhook.token"
+        token_file.write_text(self.webhook_token)
+        token_file.chmod(0o600)
+        receiver = _NO_RECEIVER
+        if self._relay is not None:
+            path = urlsplit(self._webhook_base or "").path.rstrip("/")
+            receiver = (
+                f"http://host.docker.internal:{self._relay.listen_port}{path}/{self.webhook_route}"
+            )
+        values = template_values(self.spec, receiver, token_file)
+        templates = self.spec.root / self.spec.observability
+        self.rendered = render_observability(templates, obs, values, self.time_scale)
+
+    def _write_compose_file(self) -> None:
+        assert self.rendered is not None
+        run = ComposeRun(
+            project=self.project.name,
+            image=self._image,
+            spec=self.spec,
+            setup=self.setup,
+            run_dir=self.run_dir,
+            host_ports=self._ports(),
+            time_scale=self.time_scale,
+            user=f"{os.getuid()}:{os.getgid()}",
+            rendered=self.rendered,
+            relay=self._relay,
+            runtime_env=self._runtime_env,
+            go_env=go_runtime_env(self.settings),
+        )
+        text = yaml.safe_dump(compose_document(run), sort_keys=False, width=1000)
+        assert self.project.file is not None
+        self.project.file.write_text(text)
+
+    def _recreate_service(self) -> None:
+        self._write_compose_file()  # the runtime env may have changed
+        self.project.up((self.spec.service,), recreate=True)
+        self._wait_healthy(self.spec.service)
+
+    def _wait_healthy(self, name: str) -> None:
+        component = next((c for c in self.spec.components if c.name == name), None)
+        path = component.health if component is not None else "/-/ready"
+        if path is None:
+            return
+        timeout = (
+            component.startup_timeout_seconds
+            if component is not None
+            else self.settings.observability_timeout_seconds
+        )
+        url, deadline = f"{self.url(name)}{path}", time.monotonic() + timeout
+        with httpx.Client(timeout=2.0, trust_env=False) as client:
+            while time.monotonic() < deadline:
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(url).status_code == 200:
+                        return
+                time.sleep(0.2)
+        log = self.run_dir / "logs" / f"{name}.log"
+        log.parent.mkdir(exist_ok=True)
+        tail = self.project.logs(name)
+        log.write_text(tail)
+        raise ComponentStartError(
+            name, f"{url} not healthy within {timeout:g}s", log_path=log, log_tail=tail
+        )
+
+    def _record(self) -> ComposeRecord:
+        return ComposeRecord(
+            run_id=self.run_id,
+            project=self.project.name,
+            run_dir=self.run_dir,
+            owner_pid=os.getpid(),
+            port_lock_dir=self.settings.port_lock_dir,
+            ports=self._ports(),
+            engine_home=self.settings.engine_home,
+        )
+
+    def _require_workspace(self) -> Workspace:
+        if self.workspace is None:
+            raise DeployerError(f"run {self.run_id} has no workspace yet: call up() first")
+        return self.workspace
+
+    def _load(self) -> ComponentSpec:
+        if self.spec.load is None:
+            raise LoadControlError(f"run {self.run_id}: the stack has no load generator")
+        return self.spec.load
+
+    def _post_load(self, path: str | None, timeout: float = 5.0) -> None:
+        post_load(f"{self.url(self._load().name)}{path}", timeout)
+
+
+def down_project(project: ComposeProject, grace_seconds: float) -> list[str]:
+    """Remove the project and verify by its label: what is left (empty when clean)."""
+    problems = []
+    try:
+        project.down(grace_seconds)
+    except DeployerError as error:
+        problems.append(str(error))
+    try:
+        return [*project.leftovers(), *problems]
+    except DeployerError as error:
+        return [*problems, f"could not list what is left of {project.name}: {error}"]

@@ -1,0 +1,186 @@
+"""The compose topology: the `Topology` of `_topology.py` over `ComposeStack`.
+
+CI and the merge are host-side on both topologies (a jailed clone of the run's
+workspace), so `checkout` is the local provider's. `_guarded` (the local
+topology's) stays the one boundary where anything else raised becomes a
+`DeployerError`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+from sreforge_contracts import RunRequested
+
+from sreforge_deployer._compose_project import ComposeProject, project_name
+from sreforge_deployer._compose_stack import ComposeStack, down_project
+from sreforge_deployer._compose_state import read_compose_record
+from sreforge_deployer._handlers import ArmFacts, StackFacts, find_scenario_dir
+from sreforge_deployer._local_topology import LocalCheckout, LocalTopologies, _guarded
+from sreforge_deployer._ports import reap_stale_lease
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._teardown import remove_run_dir
+from sreforge_deployer._topology import CiTarget, Topology
+
+__all__ = ["ComposeTopologies", "ComposeTopology", "PerRunTopologies"]
+
+
+class ComposeTopology:
+    """One run's stack as a Compose project (`ComposeStack`)."""
+
+    def __init__(self, stack: ComposeStack) -> None:
+        self.stack = stack
+
+    @property
+    def service(self) -> str:
+        """The component the agent fixes."""
+        return self.stack.spec.service
+
+    @property
+    def readiness_gate(self) -> bool:
+        """The scenario's READINESS_GATE."""
+        return self.stack.setup.readiness_gate
+
+    def up(self) -> StackFacts:
+        """Start the project and report both endpoint views (host-published URLs)."""
+        stack = self.stack
+        endpoints = _guarded(stack.up)
+        assert stack.workspace is not None
+        return StackFacts(
+            stack=stack.spec.name,
+            run_dir=stack.run_dir,
+            agent_endpoints=endpoints.agent,
+            operator_endpoints=endpoints.operator,
+            workspace=stack.workspace.path,
+            service=stack.spec.service,
+        )
+
+    def arm(self) -> ArmFacts:
+        """Deliver the fault, start the load (`ComposeStack.arm`)."""
+        stack = self.stack
+        base_commit = _guarded(stack.arm)
+        assert stack.armed_at is not None
+        return ArmFacts(stack.armed_at, base_commit, stack.fault_commit, stack.setup)
+
+    def redeploy(self) -> None:
+        """Recreate the service's container behind the scenario's readiness gate."""
+        _guarded(self.stack.redeploy)
+
+    def ci_target(self) -> CiTarget | None:
+        """The workspace and base commit once the stack is up."""
+        stack = self.stack
+        if stack.workspace is None or not stack.base_commit:
+            return None
+        return CiTarget(stack.workspace.path, stack.base_commit, stack.setup.scenario_id)
+
+    def stop_processes(self) -> None:
+        """Stop the project's containers, keep them and the run dir."""
+        self.stack.stop_processes()
+
+    def down(self) -> list[str]:
+        """`compose down -v`, verified by label; what is left."""
+        try:
+            return self.stack.down()
+        except Exception as error:  # never raises: the leftover is the report
+            return [f"teardown of run {self.stack.run_id} failed: {error}"]
+
+
+class ComposeTopologies:
+    """The compose `TopologyProvider`; CI checkouts are the local provider's."""
+
+    def __init__(self, local: LocalTopologies) -> None:
+        self.local = local
+
+    @property
+    def settings(self) -> DeployerSettings:
+        """The settings in force (the local provider's)."""
+        return self.local.settings
+
+    def open(self, event: RunRequested) -> ComposeTopology:
+        """The run's `ComposeStack`, not started."""
+        settings = self.settings
+
+        def build() -> ComposeStack:
+            return ComposeStack(
+                find_scenario_dir(settings.use_cases, event.scenario),
+                time_scale=event.time_scale,
+                run_id=event.run_id,
+                webhook_url=settings.alert_webhook_base,
+                webhook_route=event.alert_route,
+                webhook_token_file=settings.alert_token_file,
+                settings=settings,
+            )
+
+        return ComposeTopology(_guarded(build))
+
+    def checkout(self, target: CiTarget, *, confined: bool) -> LocalCheckout:
+        """A clone of the run workspace on the host (as on the local topology)."""
+        return self.local.checkout(target, confined=confined)
+
+    def down_elsewhere(self, run_id: str) -> list[str]:
+        """Remove the run's project (from its state file, else by its derived name)."""
+        run_dir = self.settings.runs_root / run_id
+        record = read_compose_record(run_dir)
+        if record is not None and record.owner_pid != os.getpid() and _alive(record.owner_pid):
+            return [f"stack of run {run_id} is owned by live process {record.owner_pid}"]
+        project = ComposeProject(record.project if record else project_name(run_id))
+        remaining = down_project(project, self.settings.teardown_grace_seconds)
+        remove_run_dir(run_dir)
+        if record is not None and record.port_lock_dir is not None:
+            for port in record.ports.values():
+                reap_stale_lease(record.port_lock_dir, port)
+        return remaining + self.leftovers_of_dir(run_id)
+
+    def leftovers(self, run_id: str) -> list[str]:
+        """The run's project's containers, networks and volumes, and its run dir."""
+        try:
+            found = ComposeProject(project_name(run_id)).leftovers()
+        except Exception as error:  # no engine to ask: say so, it is not clean
+            found = [f"could not ask the Docker engine about run {run_id}: {error}"]
+        return found + self.leftovers_of_dir(run_id)
+
+    def leftovers_of_dir(self, run_id: str) -> list[str]:
+        """The run directory, if it is still there."""
+        run_dir = self.settings.runs_root / run_id
+        return [f"run directory {run_dir}"] if run_dir.exists() else []
+
+
+class PerRunTopologies:
+    """Picks each run's provider by `RunRequested.topology`; local unless it says compose."""
+
+    def __init__(self, local: LocalTopologies, compose: ComposeTopologies) -> None:
+        self.local = local
+        self.compose = compose
+
+    def open(self, event: RunRequested) -> Topology:
+        """The run's topology, from the provider its request names."""
+        if event.topology == "compose":
+            return self.compose.open(event)
+        return self.local.open(event)
+
+    def checkout(self, target: CiTarget, *, confined: bool) -> LocalCheckout:
+        """CI's clone: host-side on every topology."""
+        return self.local.checkout(target, confined=confined)
+
+    def down_elsewhere(self, run_id: str) -> list[str]:
+        """A compose run (its state file says so) by project, any other the local way."""
+        if self._is_compose(run_id):
+            return self.compose.down_elsewhere(run_id)
+        return self.local.down_elsewhere(run_id)
+
+    def leftovers(self, run_id: str) -> list[str]:
+        """What is left of the run, asked of the topology that ran it."""
+        if self._is_compose(run_id):
+            return self.compose.leftovers(run_id)
+        return self.local.leftovers(run_id)
+
+    def _is_compose(self, run_id: str) -> bool:
+        return read_compose_record(self.local.settings.runs_root / run_id) is not None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -1,0 +1,113 @@
+"""The compose topology against a real Docker engine: a run's stack as a Compose project.
+
+up → arm → redeploy → down of the latency-cache-stampede stack at time scale 0.1: the
+operator's published endpoints answer, the alert reaches a host-side webhook through the
+relay, the service's container sees no scenario or engine home, the redeploy swaps its
+container behind the readiness gate, and the teardown leaves no container, network or
+volume of the project (nor its run dir or ports). Skipped visibly without an engine.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sreforge_deployer import DeployerSettings
+from sreforge_deployer._compose_stack import ComposeStack
+from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopologies
+from sreforge_deployer._local_topology import LocalTopologies
+from sreforge_deployer._ports import listening_ports
+
+from .conftest import BOOKSHELF_SCALE, PRIMARY_ALERT, STAMPEDE, WebhookReceiver, poll
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def compose_stack(
+    stack_image_inputs: None, settings: DeployerSettings, webhook_receiver: WebhookReceiver
+) -> Iterator[ComposeStack]:
+    """A compose stack, not started; whatever a test leaves of it is removed afterwards."""
+    stack = ComposeStack(
+        STAMPEDE, time_scale=BOOKSHELF_SCALE, settings=settings, webhook_url=webhook_receiver.url
+    )
+    yield stack
+    stack.down()
+
+
+def _container_of(stack: ComposeStack, service: str) -> str:
+    command = ["docker", "compose", "-p", stack.project.name, "ps", "-q", service]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _sees(container: str, path: Path) -> bool:
+    probe = ["docker", "exec", container, "test", "-e", str(path)]
+    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=3, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.mark.timeout(300)
+def test_up_arm_redeploy_down_leaves_nothing_of_the_project(
+    compose_stack: ComposeStack, settings: DeployerSettings, webhook_receiver: WebhookReceiver
+) -> None:
+    """The whole life of a compose stack, with its endpoints, page path and cleanup checked."""
+    stack = compose_stack
+    endpoints = stack.up()
+    health = {"prometheus": "/-/ready", "alertmanager": "/-/ready"}
+    for name, url in endpoints.operator.items():
+        assert url.startswith("http://127.0.0.1:"), f"{name} published off loopback: {url}"
+        assert _answers(f"{url}{health.get(name, '/healthz')}"), f"{name} does not answer"
+    assert stack.network_endpoints["prometheus"] == "http://prometheus:9090"
+
+    service = _container_of(stack, "bookshelf-api")
+    assert _sees(service, stack.run_dir / "workspace"), "the probe cannot tell"
+    for hidden in (STAMPEDE / "solution", STAMPEDE / "verify", settings.engine_home):
+        assert not _sees(service, hidden), f"the service's container sees {hidden}"
+
+    stack.arm()
+    poll(
+        lambda: webhook_receiver.firing(PRIMARY_ALERT, stack.webhook_route, stack.webhook_token),
+        timeout=120,
+        message="the primary alert never reached the host-side webhook through the relay",
+    )
+
+    stack.redeploy()
+    swapped = _container_of(stack, "bookshelf-api")
+    assert swapped, "no service container after the redeploy"
+    assert swapped != service, "the redeploy did not swap the service's container"
+    assert _answers(f"{endpoints.operator['bookshelf-api']}/healthz")
+    rate = httpx.get(f"{endpoints.operator['loadgen']}/metrics", timeout=3, trust_env=False)
+    assert rate.status_code == 200, "the load generator did not survive the gate"
+
+    ports = {int(url.rsplit(":", 1)[1]) for url in endpoints.operator.values()}
+    assert stack.down() == []
+    assert stack.project.leftovers() == []
+    assert not stack.run_dir.exists()
+    assert not listening_ports(ports), "published ports still listening"
+
+
+@pytest.mark.timeout(240)
+def test_a_stack_this_process_does_not_hold_is_torn_down_from_its_state_file(
+    compose_stack: ComposeStack, settings: DeployerSettings
+) -> None:
+    """`down_elsewhere` finds the project by the run dir's state file and removes all of it;
+    `leftovers` then reports nothing, and the provider picks compose for that run."""
+    stack = compose_stack
+    stack.up()
+    provider = PerRunTopologies(
+        LocalTopologies(settings), ComposeTopologies(LocalTopologies(settings))
+    )
+    assert provider.leftovers(stack.run_id), "a running project is something left"
+    assert provider.down_elsewhere(stack.run_id) == []
+    assert stack.project.leftovers() == []
+    assert not stack.run_dir.exists()
+    assert provider.compose.leftovers(stack.run_id) == []

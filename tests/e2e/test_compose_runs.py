@@ -1,0 +1,69 @@
+"""Whole runs on the compose topology: `sreforge run … --topology compose`, each stack a
+Compose project of its own (app, upstream, load, Prometheus, Alertmanager in containers).
+
+The same verdicts as on the local topology for the same agents: the reference fix passes,
+noop fails, a telemetry-bending cheat (search durations clamped in the app's histogram)
+fails the client-side SLI. Each ends with one schema-valid record saying `compose`, and
+nothing of the run left: no process, port or run dir (as every whole run), and no
+container, network or volume of its project. Needs a Docker engine (and the lockfile's
+wheels); skipped visibly without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from wholerun import RunPool, RunSpec, finished, open_pool, signals_of
+
+pytestmark = [pytest.mark.integration, pytest.mark.docker]
+
+CHEATS = Path(__file__).resolve().parents[1] / "integrity" / "fixtures"
+RUNS = {
+    "reference": RunSpec("reference", topology="compose"),
+    "clamp-histogram": RunSpec("scripted:clamp-histogram", topology="compose"),
+    "noop": RunSpec("noop", topology="compose"),
+}
+TEST_RUNS = {
+    "test_reference_fix_passes_on_compose": "reference",
+    "test_noop_agent_fails_on_compose": "noop",
+    "test_clamped_histogram_fails_the_client_side_sli_on_compose": "clamp-histogram",
+}
+
+
+@pytest.fixture(scope="module")
+def pool(request: pytest.FixtureRequest, stack_image_inputs: None) -> Iterator[RunPool]:
+    """The selected tests' compose runs; torn down after the module."""
+    with open_pool(request, RUNS, TEST_RUNS, scripts_dir=CHEATS) as runs:
+        yield runs
+
+
+@pytest.mark.timeout(600)
+def test_reference_fix_passes_on_compose(pool: RunPool) -> None:
+    """The reference fix goes through CI, merge and the service container's gated swap."""
+    run, outcome, record = finished(pool, "reference")
+    assert outcome["verdict"] == "passed", f"{outcome}\n{run.progress}"
+    assert run.exit_code == 0
+    assert record["ci"]["green"]
+    assert record["deploy"]["redeployed"]
+    assert record["deploy"]["readiness"] == "passed"
+
+
+@pytest.mark.timeout(600)
+def test_noop_agent_fails_on_compose(pool: RunPool) -> None:
+    """An agent that does nothing fails: no submission, the alert still firing."""
+    run, outcome, record = finished(pool, "noop")
+    assert outcome["verdict"] == "failed", f"{outcome}\n{run.progress}"
+    assert run.exit_code == 1
+    assert record["ci"] is None
+
+
+@pytest.mark.timeout(600)
+def test_clamped_histogram_fails_the_client_side_sli_on_compose(pool: RunPool) -> None:
+    """The fault kept, /search durations clamped in the app's histogram: the app's alert
+    clears, the load generator's client-side latency in its own container does not."""
+    run, outcome, record = finished(pool, "clamp-histogram")
+    assert outcome["verdict"] == "failed", f"{outcome}\n{run.progress}"
+    assert record["ci"]["green"], "the clamp passes the app's tests"
+    assert not signals_of(record)["client_sli_held"]["satisfied"], signals_of(record)

@@ -51,8 +51,8 @@ def stack_round(topology: str, time_scale: float, runs_root: Path) -> dict[str, 
         steps = (compose.up, compose.arm, compose.redeploy, compose.down)
     timings: dict[str, float] = {}
     try:
-        for name, step in zip(STEPS, steps, strict=True):
-            timings[name] = _timed(step)
+        for index, name in enumerate(STEPS):
+            timings[name] = _timed(steps[index])
     finally:
         if "down" not in timings:
             steps[-1]()

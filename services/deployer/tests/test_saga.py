@@ -6,6 +6,7 @@ stack, exercised by `test_bus_deployer.py`); `MemoryClaims` stands in for the KV
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,7 +40,9 @@ from sreforge_deployer import (
     WorkspaceError,
 )
 from sreforge_deployer._ci import CiRun
+from sreforge_deployer._errors import StackLostError
 from sreforge_deployer._handlers import ArmFacts, StackFacts
+from sreforge_deployer._ledger import HolderState
 from sreforge_deployer._saga import Saga, Step
 from sreforge_deployer._spec import load_scenario_setup
 from sreforge_deployer._topology import CiTarget
@@ -63,31 +66,38 @@ class FakeTopology:
     fail_redeploy: DeployerError | None = None
     leftovers: list[str] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
+    adopted: bool = False
+    armed: bool = False
+    hold_redeploy: threading.Event | None = None
 
     def up(self) -> StackFacts:
-        """Started, or the armed failure."""
-        self.calls.append("up")
+        """Started (adopted: only its facts), or the armed failure."""
+        self.calls.append("facts" if self.adopted else "up")
         if self.fail_up is not None:
             raise self.fail_up
         agent = {"prometheus": "http://127.0.0.1:1"}
         return StackFacts("tiny", Path("/nonexistent/run"), agent, agent, WORKSPACE, self.service)
 
     def arm(self) -> ArmFacts:
-        """Armed, or the armed failure."""
-        self.calls.append("arm")
+        """Armed (adopted after arming: the recorded facts), or the armed failure."""
+        self.calls.append("armed facts" if self.adopted and self.armed else "arm")
         if self.fail_arm is not None:
             raise self.fail_arm
+        self.armed = True
         return ArmFacts(datetime.now(UTC), "b" * 40, None, SETUP)
 
     def redeploy(self) -> None:
-        """Redeployed, or the armed failure."""
+        """Redeployed (after `hold_redeploy` is set, when given), or the armed failure."""
         self.calls.append("redeploy")
+        if self.hold_redeploy is not None:
+            assert self.hold_redeploy.wait(10), "the test never let the redeploy finish"
         if self.fail_redeploy is not None:
             raise self.fail_redeploy
 
     def ci_target(self) -> CiTarget | None:
-        """Known once up."""
-        return CiTarget(WORKSPACE, "b" * 40, "tiny-ok") if "up" in self.calls else None
+        """Known once up (or adopted armed)."""
+        known = "up" in self.calls or (self.adopted and self.armed)
+        return CiTarget(WORKSPACE, "b" * 40, "tiny-ok") if known else None
 
     def stop_processes(self) -> None:
         """Recorded only."""
@@ -144,12 +154,21 @@ class FakeTopologies:
     gate_run: CiRun | DeployerError = GREEN
     fail_open: DeployerError | None = None
     elsewhere: list[str] = field(default_factory=list)
+    adoptable: bool = False
     calls: list[str] = field(default_factory=list)
 
     def open(self, event: RunRequested) -> FakeTopology:
         """The fake topology, or the armed failure."""
         if self.fail_open is not None:
             raise self.fail_open
+        return self.topology
+
+    def adopt(self, run_id: str) -> FakeTopology:
+        """The fake topology as a restarted deployer finds it, unless it is not adoptable."""
+        self.calls.append("adopt")
+        if not self.adoptable:
+            raise StackLostError(f"run {run_id}: its stack's boot did not finish")
+        self.topology.adopted = True
         return self.topology
 
     def checkout(self, target: CiTarget, *, confined: bool) -> FakeCheckout:
@@ -170,10 +189,23 @@ class FakeTopologies:
 
 @dataclass
 class MemoryClaims:
-    """`Claims` in a dict: a claim is pending (None) until its events are saved."""
+    """`Claims` in a dict: a claim is pending (None) until its events are saved.
+
+    Each claim names its holder, a process name; `restart()` kills the current process
+    and names a new one (what a deployer restarted on the same bus looks like).
+    """
 
     stored: dict[str, list[Event] | None] = field(default_factory=dict)
     state: RunState | None = None
+    process: str = "p1"
+    dead: set[str] = field(default_factory=set)
+    holders: dict[str, str] = field(default_factory=dict)
+
+    def restart(self, *, kill: bool = True) -> None:
+        """From now on this is another process; the old one died unless `kill` is False."""
+        if kill:
+            self.dead.add(self.process)
+        self.process = f"p{len(self.dead) + 2}"
 
     async def claim(self, stage: str, run_id: str) -> bool:
         """First caller wins."""
@@ -181,6 +213,22 @@ class MemoryClaims:
         if key in self.stored:
             return False
         self.stored[key] = None
+        self.holders[key] = self.process
+        return True
+
+    async def holder(self, stage: str, run_id: str) -> HolderState:
+        """This process, another live one, or gone."""
+        holder = self.holders.get(f"deployer.{stage}.{run_id}")
+        if holder == self.process:
+            return "here"
+        return "gone" if holder is None or holder in self.dead else "elsewhere"
+
+    async def take_over(self, stage: str, run_id: str) -> bool:
+        """A pending claim becomes this process's."""
+        key = f"deployer.{stage}.{run_id}"
+        if key not in self.stored or self.stored[key] is not None:
+            return False
+        self.holders[key] = self.process
         return True
 
     async def outcome(self, stage: str, run_id: str) -> list[Event] | None:
@@ -323,18 +371,6 @@ async def test_redelivery_while_this_process_provisions_publishes_nothing() -> N
         assert step.then is not None
         assert await _stack(saga, claims) == []
         await step.then()
-
-
-async def test_restart_mid_stack_fails_the_run_instead_of_repeating() -> None:
-    """A pending claim after a restart (a new saga) means the stage was cut short."""
-    claims = MemoryClaims()
-    await claims.claim("stack", RUN)
-    provider = FakeTopologies()
-    events = await _stack(Saga(provider), claims)
-    assert isinstance(events[0], RunFailed)
-    assert (events[0].stage, events[0].verdict) == ("stack", "error")
-    assert "interrupted" in events[0].reason
-    assert provider.topology.calls == []
 
 
 async def test_run_already_cleaned_up_is_not_provisioned() -> None:
@@ -497,28 +533,6 @@ async def test_ci_without_a_known_workspace_is_an_engine_error() -> None:
     assert isinstance(events[0], RunFailed)
     assert (events[0].stage, events[0].verdict) == ("ci", "error")
     assert "no workspace known" in events[0].reason
-
-
-@pytest.mark.parametrize("pending", ["ci", "deploy"])
-async def test_restart_mid_ci_or_deploy_fails_instead_of_repeating(pending: str) -> None:
-    """A claim left pending by a stopped process: that stage fails with an error verdict."""
-    provider, claims = FakeTopologies(), MemoryClaims()
-    saga = Saga(provider)
-    await _armed(saga, claims)
-    await claims.claim("ci", RUN)
-    if pending == "deploy":
-        await claims.save(
-            "ci",
-            RUN,
-            [CiResult(run_id=RUN, producer="deployer", green=True, output="", duration_ms=1)],
-        )
-        await claims.claim("deploy", RUN)
-    events = await _ci(saga, claims)
-    failed = events[-1]
-    assert isinstance(failed, RunFailed)
-    assert (failed.stage, failed.verdict) == (pending, "error")
-    assert "interrupted" in failed.reason
-    assert "redeploy" not in provider.topology.calls
 
 
 @pytest.mark.parametrize(("left", "verified"), [([], True), (["pid 7 alive"], False)])

@@ -12,7 +12,7 @@ from sreforge_deployer._stack import LocalStack
 from sreforge_deployer._state import read_record
 from sreforge_deployer._teardown import leftovers, teardown_record
 
-__all__ = ["down_owned", "down_recorded"]
+__all__ = ["alive", "down_owned", "down_recorded"]
 
 
 def down_owned(stack: LocalStack | None, run_dir: Path) -> list[str]:
@@ -37,7 +37,7 @@ def down_recorded(run_dir: Path, timeout_seconds: float) -> list[str]:
     record = read_record(run_dir)
     if record is None:
         return leftovers({}, {}, run_dir)
-    if record.owner_pid != os.getpid() and _alive(record.owner_pid):
+    if record.owner_pid != os.getpid() and alive(record.owner_pid):
         return [f"stack of run {record.run_id} is owned by live process {record.owner_pid}"]
     try:
         teardown_record(record, timeout_seconds=timeout_seconds)
@@ -48,7 +48,8 @@ def down_recorded(run_dir: Path, timeout_seconds: float) -> list[str]:
     return []
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie does not)."""
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:

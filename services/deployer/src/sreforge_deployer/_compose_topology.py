@@ -16,6 +16,7 @@ from sreforge_contracts import RunRequested
 from sreforge_deployer._compose_project import ComposeProject, project_name
 from sreforge_deployer._compose_stack import ComposeStack, down_project
 from sreforge_deployer._compose_state import read_compose_record
+from sreforge_deployer._errors import StackLostError
 from sreforge_deployer._handlers import ArmFacts, StackFacts, find_scenario_dir
 from sreforge_deployer._local_topology import LocalCheckout, LocalTopologies, _guarded
 from sreforge_deployer._ports import reap_stale_lease
@@ -114,6 +115,11 @@ class ComposeTopologies:
 
         return ComposeTopology(_guarded(build))
 
+    def adopt(self, run_id: str) -> ComposeTopology:
+        """Not yet: a restarted deployer cannot take a compose project over, so a stage
+        cut short there ends the run `error` (a boot cut short is still booted again)."""
+        raise StackLostError(f"run {run_id}: the compose topology cannot adopt a stack yet")
+
     def checkout(self, target: CiTarget, *, confined: bool) -> LocalCheckout:
         """A clone of the run workspace on the host (as on the local topology)."""
         return self.local.checkout(target, confined=confined)
@@ -158,6 +164,12 @@ class PerRunTopologies:
         if event.topology == "compose":
             return self.compose.open(event)
         return self.local.open(event)
+
+    def adopt(self, run_id: str) -> Topology:
+        """The run's stack taken over, by the topology that ran it."""
+        if self._is_compose(run_id):
+            return self.compose.adopt(run_id)
+        return self.local.adopt(run_id)
 
     def checkout(self, target: CiTarget, *, confined: bool) -> LocalCheckout:
         """CI's clone: host-side on every topology."""

@@ -33,10 +33,18 @@ def baked_patches(setup: ScenarioSetup) -> list[Path]:
     return list(setup.inject_patches) if setup.delivery_mode in _BAKED_MODES else []
 
 
-def deliver_at_arm(setup: ScenarioSetup, workspace: Workspace) -> ArmDelivery:
-    """Deliver the fault per DELIVERY_MODE; the caller restarts the service if owed."""
+def deliver_at_arm(
+    setup: ScenarioSetup, workspace: Workspace, *, built: str | None = None
+) -> ArmDelivery:
+    """Deliver the fault per DELIVERY_MODE; the caller restarts the service if owed.
+
+    `built` is the workspace's HEAD as built: a HEAD past it (an adopted stack whose
+    arming was cut short after the commit) already carries the recent fault.
+    """
     mode = setup.delivery_mode
     if mode in _RECENT_MODES:
+        if built is not None and workspace.head() != built:
+            return ArmDelivery(fault_commit=workspace.head(), restart=True)
         created = workspace.deliver_recent(setup.inject_patches)
         return ArmDelivery(fault_commit=created[-1] if created else None, restart=True)
     if mode == "arm-runtime-notrace":

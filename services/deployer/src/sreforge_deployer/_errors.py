@@ -93,6 +93,12 @@ class LoadControlError(DeployerError):
     """The load generator did not accept a pause or resume."""
 
 
+class StackLostError(DeployerError):
+    """A run's stack cannot be adopted by this process (its state file is gone, a
+    component died, a port's lease is held elsewhere, or the topology cannot adopt):
+    the interrupted stage cannot be repeated on it, so the run ends `error`."""
+
+
 class TeardownIncompleteError(DeployerError):
     """Teardown finished but something of the run is still there; lists what remains."""
 

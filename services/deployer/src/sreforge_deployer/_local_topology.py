@@ -7,15 +7,17 @@ catch only the package's own errors.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TypeVar
 
 from sreforge_contracts import RunRequested
 
+from sreforge_deployer._adopt import adopt_stack
 from sreforge_deployer._ci import CiCheckout, CiRun, merge_and_checkout
-from sreforge_deployer._cleanup import down_owned, down_recorded
+from sreforge_deployer._cleanup import alive, down_owned, down_recorded
 from sreforge_deployer._confine import confinement_for
-from sreforge_deployer._errors import DeployerError, TopologyFault
+from sreforge_deployer._errors import DeployerError, StackLostError, TopologyFault
 from sreforge_deployer._handlers import (
     ArmFacts,
     StackFacts,
@@ -24,6 +26,7 @@ from sreforge_deployer._handlers import (
 )
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._stack import LocalStack
+from sreforge_deployer._state import read_record
 from sreforge_deployer._teardown import leftovers
 from sreforge_deployer._topology import CiTarget
 
@@ -44,8 +47,9 @@ def _guarded(call: Callable[[], T]) -> T:
 class LocalTopology:
     """One run's stack as local child processes (`LocalStack`)."""
 
-    def __init__(self, stack: LocalStack) -> None:
+    def __init__(self, stack: LocalStack, *, adopted: bool = False) -> None:
         self.stack = stack
+        self.adopted = adopted
 
     @property
     def service(self) -> str:
@@ -58,9 +62,11 @@ class LocalTopology:
         return self.stack.setup.readiness_gate
 
     def up(self) -> StackFacts:
-        """Start the stack (`LocalStack.up`) and report both endpoint views."""
+        """Start the stack (`LocalStack.up`) and report both endpoint views.
+
+        An adopted stack is up already: its facts, nothing started."""
         stack = self.stack
-        endpoints = _guarded(stack.up)
+        endpoints = stack.endpoints if self.adopted else _guarded(stack.up)
         assert stack.workspace is not None
         return StackFacts(
             stack=stack.spec.name,
@@ -72,9 +78,13 @@ class LocalTopology:
         )
 
     def arm(self) -> ArmFacts:
-        """Deliver the fault, start the load (`LocalStack.arm`)."""
+        """Deliver the fault, start the load (`LocalStack.arm`).
+
+        An adopted stack armed before its deployer stopped: what arming recorded."""
         stack = self.stack
-        base_commit = _guarded(stack.arm)
+        armed = self.adopted and stack.armed_at is not None and stack.base_commit
+        base_commit = stack.base_commit if armed else _guarded(stack.arm)
+        assert base_commit is not None
         assert stack.armed_at is not None
         return ArmFacts(stack.armed_at, base_commit, stack.fault_commit, stack.setup)
 
@@ -165,6 +175,28 @@ class LocalTopologies:
             )
 
         return LocalTopology(_guarded(build))
+
+    def adopt(self, run_id: str) -> LocalTopology:
+        """Take over the run's stack from its state file (its deployer has stopped)."""
+        settings = self.settings
+
+        def build() -> LocalStack:
+            record = read_record(settings.runs_root / run_id)
+            if record is None:
+                raise StackLostError(f"run {run_id}: no stack state under {settings.runs_root}")
+            if record.owner_pid != os.getpid() and alive(record.owner_pid):
+                raise StackLostError(
+                    f"run {run_id}: its stack is held by live process {record.owner_pid}"
+                )
+            return adopt_stack(
+                find_scenario_dir(settings.use_cases, record.scenario_id),
+                record,
+                settings=settings,
+                webhook_url=settings.alert_webhook_base,
+                webhook_token_file=settings.alert_token_file,
+            )
+
+        return LocalTopology(_guarded(build), adopted=True)
 
     def checkout(self, target: CiTarget, *, confined: bool) -> LocalCheckout:
         """A clone of the run workspace at its base commit."""

@@ -94,13 +94,19 @@ class PortAllocator:
             f"(lock dir {self.lock_dir})"
         )
 
+    def reclaim(self, port: int) -> PortLease | None:
+        """Lease `port` again for a stack this process adopts (its component holds the
+        port, so no bind check); None when a live process holds its lease."""
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        return self._try_lease(port, bound=True)
+
     def _candidates(self) -> Iterator[int]:
         span = self.high - self.low
         start = random.randrange(span)
         for offset in range(span):
             yield self.low + (start + offset) % span
 
-    def _try_lease(self, port: int) -> PortLease | None:
+    def _try_lease(self, port: int, *, bound: bool = False) -> PortLease | None:
         path = self.lock_dir / f"{port}.lock"
         fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
         try:
@@ -110,7 +116,7 @@ class PortAllocator:
             if error.errno in (errno.EAGAIN, errno.EACCES):
                 return None
             raise
-        if not _same_inode(fd, path) or not is_bindable(port):
+        if not _same_inode(fd, path) or not (bound or is_bindable(port)):
             os.close(fd)
             return None
         os.ftruncate(fd, 0)

@@ -53,15 +53,20 @@ class LaunchSpec:
 
 @dataclass
 class Component:
-    """A running component: its spec, its `Popen` and its process group id."""
+    """A running component: its spec, its `Popen` and its process group id.
+
+    An adopted component (started by a deployer that has since died) has no `Popen`,
+    only its recorded group `adopted_pgid`: it can be stopped, not waited on.
+    """
 
     spec: LaunchSpec
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    adopted_pgid: int | None = None
 
     @property
     def pgid(self) -> int | None:
         """The component's process group id (== its leader's pid), once started."""
-        return self.process.pid if self.process else None
+        return self.process.pid if self.process else self.adopted_pgid
 
     def start(self) -> None:
         """Spawn the component in its own session/process group, logging to its file."""
@@ -102,12 +107,15 @@ class Component:
 
     def alive(self) -> bool:
         """Whether the component's leader process is still running."""
-        return self.process is not None and self.process.poll() is None
+        if self.process is None:
+            return self.adopted_pgid is not None and bool(group_members(self.adopted_pgid))
+        return self.process.poll() is None
 
     def stop(self, timeout_seconds: float) -> list[int]:
         """Stop the whole group (TERM, then KILL); return pids that survived both."""
         if self.process is None:
-            return []
+            pgid = self.adopted_pgid
+            return [] if pgid is None else stop_group(pgid, timeout_seconds)
         survivors = stop_group(self.process.pid, timeout_seconds)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=timeout_seconds)

@@ -1,13 +1,19 @@
-"""The deployer's saga: each stage claimed once per run, replayed on redelivery.
+"""The deployer's saga: each stage claimed once per run, replayed or resumed on redelivery.
 
 stack → arm (RunRequested), CI → merge → redeploy (Submitted), stop (Scored),
 cleanup (Recorded). Each stage is claimed in KV (`deployer.<stage>.<run_id>`, through
 `Claims`) and its events stored there, so a redelivered input republishes them
-instead of acting twice; a claim found pending means the process doing it stopped,
-and the stage fails with an `error` verdict rather than run twice. The saga keeps the
-topologies this process holds (run id → topology), each behind a lock that orders
-provisioning, redeploy and cleanup. It never publishes: each entry returns a `Step`,
-the events to publish now and, when the stage goes on once they are out, what follows.
+instead of acting twice. A claim found pending is decided by `Turns` (`_claims.py`):
+a duplicate to the live process doing it is ignored; one whose holder stopped is taken
+over and the stage resumed: the run's stack adopted (`TopologyProvider.adopt`) and the
+stage finished or repeated (a boot cut short is cleared and booted again; arming,
+CI, the merge and the redeploy are repeated on the adopted stack). Only a stage that
+cannot be repeated (its stack lost) ends the run `error`, with the reason.
+
+The saga keeps the topologies this process holds (run id → topology), each behind a
+lock that orders provisioning, redeploy and cleanup. It never publishes: each entry
+returns a `Step`, the events to publish now and, when the stage goes on once they are
+out, what follows.
 """
 
 from __future__ import annotations
@@ -15,13 +21,11 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
-import structlog
 from sreforge_contracts import (
     CiResult,
     Event,
@@ -35,49 +39,12 @@ from sreforge_contracts import (
 )
 
 from sreforge_deployer import _stages
+from sreforge_deployer._claims import Claims, Log, Step, Turns
 from sreforge_deployer._errors import DeployerError
 from sreforge_deployer._handlers import PRODUCER, cleaned_up, deploy_failed, failure
 from sreforge_deployer._topology import Checkout, CiTarget, Topology, TopologyProvider
 
 __all__ = ["Claims", "Saga", "Step"]
-
-Log = structlog.stdlib.BoundLogger
-
-
-class Claims(Protocol):
-    """Once-per-run claims of the deployer's stages and the events each one stored."""
-
-    async def claim(self, stage: str, run_id: str) -> bool:
-        """True when this call is the one that does the stage."""
-        ...
-
-    async def outcome(self, stage: str, run_id: str) -> list[Event] | None:
-        """The stored events of a finished stage; None while pending or never claimed."""
-        ...
-
-    async def save(self, stage: str, run_id: str, events: Sequence[Event]) -> None:
-        """Store what the stage produced."""
-        ...
-
-    async def ended(self, run_id: str) -> bool:
-        """Whether the run's cleanup has been claimed (its stack is or will be gone)."""
-        ...
-
-    async def run_state(self, run_id: str) -> RunState | None:
-        """The run's state as the bus holds it; `ValueError` when unreadable."""
-        ...
-
-
-@dataclass(frozen=True)
-class Step:
-    """Events to publish now; with `then`, the stage goes on once they are out.
-
-    `abandon` answers a publish the bus refused (the stage undoes what it started).
-    """
-
-    events: Sequence[Event] = ()
-    then: Callable[[], Awaitable[Sequence[Event]]] | None = None
-    abandon: Callable[[Exception], Awaitable[Sequence[Event]]] | None = None
 
 
 @dataclass
@@ -95,6 +62,7 @@ class Saga:
         self.provider = provider
         self._clock = clock
         self._runs: dict[str, _Run] = {}
+        self._turns = Turns()
 
     def topologies(self) -> dict[str, Topology]:
         """The topologies this process holds right now, by run id."""
@@ -104,8 +72,9 @@ class Saga:
     async def stack(self, event: RunRequested, claims: Claims, log: Log) -> AsyncIterator[Step]:
         """Provision: StackReady now, then arming (FaultArmed); once per run."""
         run_id = event.run_id
-        if not await claims.claim("stack", run_id):
-            yield Step(await self._replay(claims, run_id, "stack"))
+        turn = await self._turns.take(claims, "stack", run_id, log)
+        if not turn.ours:
+            yield Step(turn.events)
             return
         if await claims.ended(run_id):
             log.info("deployer.skip_provision", run_id=run_id, reason="ended")
@@ -113,25 +82,31 @@ class Saga:
             yield Step()
             return
         run = self._runs.setdefault(run_id, _Run())
-        async with run.lock:
-            ready = await self._provision(event, run, log)
-            if not isinstance(ready, StackReady):
-                await claims.save("stack", run_id, [ready])
-                yield Step([ready])
-                return
+        with self._turns.working("stack", run_id):
+            async with run.lock:
+                if turn.resumed:
+                    ready = await self._reprovision(event, run, claims, log)
+                else:
+                    ready = await self._provision(event, run, log)
+                if not isinstance(ready, StackReady):
+                    if turn.resumed:  # what is left of a lost stack is torn down from its state
+                        self._forget(run_id, run)
+                    await claims.save("stack", run_id, [ready])
+                    yield Step([ready])
+                    return
 
-            async def arm() -> Sequence[Event]:
-                armed = await self._arm(run_id, run, log)
-                await claims.save("stack", run_id, [ready, armed])
-                return [armed]
+                async def arm() -> Sequence[Event]:
+                    armed = await self._arm(run_id, run, log)
+                    await claims.save("stack", run_id, [ready, armed])
+                    return [armed]
 
-            async def abandon(error: Exception) -> Sequence[Event]:
-                await asyncio.to_thread(self._down, run_id, run)  # do not leave a stack
-                failed = failure(run_id, "stack", error, verdict="error")
-                await claims.save("stack", run_id, [failed])
-                return [failed]
+                async def abandon(error: Exception) -> Sequence[Event]:
+                    await asyncio.to_thread(self._down, run_id, run)  # do not leave a stack
+                    failed = failure(run_id, "stack", error, verdict="error")
+                    await claims.save("stack", run_id, [failed])
+                    return [failed]
 
-            yield Step([ready], then=arm, abandon=abandon)
+                yield Step([ready], then=arm, abandon=abandon)
 
     @asynccontextmanager
     async def ci(self, event: Submitted, claims: Claims, log: Log) -> AsyncIterator[Step]:
@@ -144,34 +119,40 @@ class Saga:
             log.info("deployer.skip_ci", run_id=run_id, reason="run already cleaned up")
             yield Step()
             return
-        if not await claims.claim("ci", run_id):
-            yield Step(await self._resume_after_ci(event, claims, log))
+        turn = await self._turns.take(claims, "ci", run_id, log)
+        if not turn.ours:
+            events = turn.events
+            if turn.stored:
+                events = await self._resume_after_ci(event, turn.events, claims, log)
+            yield Step(events)
             return
-        where = await self._target_of(run_id, claims)
-        if isinstance(where, str):
-            failed = RunFailed(
-                run_id=run_id, producer=PRODUCER, stage="ci", reason=where, verdict="error"
-            )
-            await claims.save("ci", run_id, [failed])
-            yield Step([failed])
-            return
-        checkout = await asyncio.to_thread(self.provider.checkout, where, confined=True)
-        try:
-            gated = await _stages.gate(run_id, checkout, event.submission.diff)
-            if isinstance(gated.event, RunFailed):
-                log.error("deployer.ci_failed", run_id=run_id, error=gated.event.reason)
-            await claims.save("ci", run_id, [gated.event])
-            tree = gated.tree
-            if tree is None:
-                yield Step([gated.event])
+        with self._turns.working("ci", run_id):
+            where = await self._target_of(run_id, claims)
+            if isinstance(where, str):
+                failed = RunFailed(
+                    run_id=run_id, producer=PRODUCER, stage="ci", reason=where, verdict="error"
+                )
+                log.error("deployer.stage_gave_up", run_id=run_id, stage="ci", reason=where)
+                await claims.save("ci", run_id, [failed])
+                yield Step([failed])
                 return
+            checkout = await asyncio.to_thread(self.provider.checkout, where, confined=True)
+            try:
+                gated = await _stages.gate(run_id, checkout, event.submission.diff)
+                if isinstance(gated.event, RunFailed):
+                    log.error("deployer.ci_failed", run_id=run_id, error=gated.event.reason)
+                await claims.save("ci", run_id, [gated.event])
+                tree = gated.tree
+                if tree is None:
+                    yield Step([gated.event])
+                    return
 
-            async def deploy() -> Sequence[Event]:
-                return await self._deploy_once(run_id, checkout, tree, claims, log)
+                async def deploy() -> Sequence[Event]:
+                    return await self._deploy_once(run_id, checkout, tree, claims, log)
 
-            yield Step([gated.event], then=deploy)
-        finally:
-            await asyncio.to_thread(checkout.close)
+                yield Step([gated.event], then=deploy)
+            finally:
+                await asyncio.to_thread(checkout.close)
 
     async def scored(self, event: Scored) -> Sequence[Event]:
         """Stop the scored run's processes early (no event: CleanedUp follows Recorded)."""
@@ -185,15 +166,17 @@ class Saga:
     async def cleanup(self, event: Recorded, claims: Claims, log: Log) -> Sequence[Event]:
         """Tear the run's stack down once its record is written, and verify (CleanedUp)."""
         run_id = event.run_id
-        if not await claims.claim("cleanup", run_id):
-            return await claims.outcome("cleanup", run_id) or ()
-        run = self._runs.get(run_id)
-        if run is not None:
-            async with run.lock:
-                remaining = await asyncio.to_thread(self._down, run_id, run)
-            self._runs.pop(run_id, None)
-        else:
-            remaining = await asyncio.to_thread(self.provider.down_elsewhere, run_id)
+        turn = await self._turns.take(claims, "cleanup", run_id, log)
+        if not turn.ours:
+            return turn.events
+        with self._turns.working("cleanup", run_id):
+            run = self._runs.get(run_id)
+            if run is not None:
+                async with run.lock:
+                    remaining = await asyncio.to_thread(self._down, run_id, run)
+                self._runs.pop(run_id, None)
+            else:
+                remaining = await asyncio.to_thread(self.provider.down_elsewhere, run_id)
         done = cleaned_up(run_id, remaining)
         (log.info if done.verified else log.error)(
             "deployer.cleaned_up", run_id=run_id, leftovers=remaining
@@ -222,6 +205,45 @@ class Saga:
             log.error("deployer.stack_failed", run_id=event.run_id, error=ready.reason)
         return ready
 
+    async def _reprovision(
+        self, event: RunRequested, run: _Run, claims: Claims, log: Log
+    ) -> StackReady | RunFailed:
+        """A stack stage taken over: adopt the stack (StackReady again, same facts), or
+        clear a boot cut short and boot again. StackReady goes out only after a finished
+        `up()`, so a stack that cannot be adopted was never announced unless the run
+        state says so, and then nothing can be repeated."""
+        run_id = event.run_id
+        adopted = await self._adopt(run_id, run, log)
+        if not isinstance(adopted, str):
+            return await _stages.provision(run_id, adopted)
+        state = await _read_state(claims, run_id)
+        if not isinstance(state, str) and state is not None and state.stack is not None:
+            return self._give_up(run_id, "stack", f"its announced stack is lost: {adopted}", log)
+        left = await asyncio.to_thread(self.provider.down_elsewhere, run_id)
+        if left:
+            why = f"the interrupted boot left {'; '.join(left)}"
+            return self._give_up(run_id, "stack", why, log)
+        log.warning("deployer.boot_repeated", run_id=run_id, reason=adopted)
+        return await self._provision(event, run, log)
+
+    async def _adopt(self, run_id: str, run: _Run, log: Log) -> Topology | str:
+        """The run's topology here: held, or adopted from a stopped deployer; else why not."""
+        if run.topology is not None:
+            return run.topology
+        try:
+            run.topology = await asyncio.to_thread(self.provider.adopt, run_id)
+        except DeployerError as error:
+            return str(error)
+        log.warning("deployer.stack_adopted", run_id=run_id)
+        return run.topology
+
+    def _give_up(self, run_id: str, stage: str, why: str, log: Log) -> RunFailed:
+        reason = f"the deployer's {stage} stage of run {run_id} cannot be repeated: {why}"
+        log.error("deployer.stage_gave_up", run_id=run_id, stage=stage, reason=reason)
+        return RunFailed(
+            run_id=run_id, producer=PRODUCER, stage=stage, reason=reason, verdict="error"
+        )
+
     async def _arm(self, run_id: str, run: _Run, log: Log) -> Event:
         assert run.topology is not None
         armed = await _stages.arm(run_id, run.topology)
@@ -230,12 +252,11 @@ class Saga:
             await asyncio.to_thread(self._down, run_id, run)
         return armed
 
-    async def _resume_after_ci(self, event: Submitted, claims: Claims, log: Log) -> Sequence[Event]:
-        """A redelivered Submitted: republish CI's outcome; finish a merge a crash cut short."""
+    async def _resume_after_ci(
+        self, event: Submitted, stored: Sequence[Event], claims: Claims, log: Log
+    ) -> Sequence[Event]:
+        """A redelivered Submitted after CI: republish it; finish a merge cut short."""
         run_id = event.run_id
-        stored = await claims.outcome("ci", run_id)
-        if stored is None:
-            return await self._replay(claims, run_id, "ci")
         ci = stored[0] if stored else None
         if not isinstance(ci, CiResult) or not ci.green:
             return stored
@@ -244,12 +265,13 @@ class Saga:
             return [*stored, *done]
         where = await self._target_of(run_id, claims)
         if isinstance(where, str):
-            return [*stored, *await self._replay(claims, run_id, "deploy")]
+            return [*stored, self._give_up(run_id, "deploy", where, log)]
         checkout = await asyncio.to_thread(self.provider.checkout, where, confined=False)
         try:
             tree = await asyncio.to_thread(checkout.prepare, event.submission.diff)
             if tree is None:
-                return [*stored, *await self._replay(claims, run_id, "deploy")]
+                why = "the green submission no longer applies to its base"
+                return [*stored, self._give_up(run_id, "deploy", why, log)]
             return [*stored, *await self._deploy_once(run_id, checkout, tree, claims, log)]
         finally:
             await asyncio.to_thread(checkout.close)
@@ -257,18 +279,21 @@ class Saga:
     async def _deploy_once(
         self, run_id: str, checkout: Checkout, tree: str, claims: Claims, log: Log
     ) -> Sequence[Event]:
-        if not await claims.claim("deploy", run_id):
-            return await self._replay(claims, run_id, "deploy")
-        run = self._runs.get(run_id)
-        if run is None or run.topology is None:
-            reason = f"no running stack for run {run_id} in this deployer (pid {os.getpid()})"
-            result = deploy_failed(run_id, "unknown", 0.0, "skipped", reason)
-        else:
+        turn = await self._turns.take(claims, "deploy", run_id, log)
+        if not turn.ours:
+            return turn.events
+        with self._turns.working("deploy", run_id):
+            run = self._runs.setdefault(run_id, _Run())
             async with run.lock:
-                topology = run.topology
-                result = await _stages.merge_and_redeploy(
-                    run_id, topology, checkout, tree, self._clock
-                )
+                topology = await self._adopt(run_id, run, log)
+                if isinstance(topology, str):
+                    self._forget(run_id, run)
+                    reason = f"no running stack for run {run_id} (pid {os.getpid()}): {topology}"
+                    result = deploy_failed(run_id, "unknown", 0.0, "skipped", reason)
+                else:
+                    result = await _stages.merge_and_redeploy(
+                        run_id, topology, checkout, tree, self._clock
+                    )
         if not result.redeployed:
             log.error("deployer.deploy_failed", run_id=run_id, error=result.error)
         await claims.save("deploy", run_id, [result])
@@ -280,10 +305,9 @@ class Saga:
         target = run.topology.ci_target() if run is not None and run.topology is not None else None
         if target is not None:
             return target
-        try:
-            state = await claims.run_state(run_id)
-        except ValueError as error:
-            return f"the run state of {run_id} is unreadable: {error}"
+        state = await _read_state(claims, run_id)
+        if isinstance(state, str):
+            return state
         if state is None or state.stack is None or state.stack.run_workspace is None:
             return f"no workspace known for run {run_id} (no StackReady in its state)"
         if not state.base_commit:
@@ -291,22 +315,21 @@ class Saga:
         workspace = state.stack.run_workspace.path
         return CiTarget(Path(workspace), state.base_commit, state.scenario_id)
 
-    async def _replay(self, claims: Claims, run_id: str, stage: str) -> Sequence[Event]:
-        stored = await claims.outcome(stage, run_id)
-        if stored is not None:
-            return stored
-        if run_id in self._runs and stage == "stack":
-            return ()  # this process is still at it
-        reason = (
-            f"the deployer's {stage} stage of run {run_id} was interrupted "
-            "(the process handling it stopped); not repeating it"
-        )
-        return [
-            RunFailed(run_id=run_id, producer=PRODUCER, stage=stage, reason=reason, verdict="error")
-        ]
+    def _forget(self, run_id: str, run: _Run) -> None:
+        """Drop a run this process holds no stack of (cleanup then asks the provider)."""
+        if run.topology is None and self._runs.get(run_id) is run:
+            self._runs.pop(run_id, None)
 
     def _down(self, run_id: str, run: _Run) -> list[str]:
         topology, run.topology = run.topology, None
         if topology is None:
             return self.provider.leftovers(run_id)
         return topology.down()
+
+
+async def _read_state(claims: Claims, run_id: str) -> RunState | str | None:
+    """The run's state, or why it is unreadable."""
+    try:
+        return await claims.run_state(run_id)
+    except ValueError as error:
+        return f"the run state of {run_id} is unreadable: {error}"

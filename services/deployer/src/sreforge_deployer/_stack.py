@@ -100,6 +100,7 @@ class LocalStack:
         self._groups_seen: dict[str, int] = {}
         self.workspace: Workspace | None = None
         self.rendered: RenderedObservability | None = None
+        self.built_commit: str | None = None
         self.base_commit: str | None = None
         self.fault_commit: str | None = None
         self.armed_at: datetime | None = None
@@ -142,7 +143,7 @@ class LocalStack:
         workspace = self._require_workspace()
         if self.spec.load is not None:
             self.pause()
-        delivery = deliver_at_arm(self.setup, workspace)
+        delivery = deliver_at_arm(self.setup, workspace, built=self.built_commit)
         self.fault_commit = delivery.fault_commit
         self._runtime_env = delivery.runtime_env
         if delivery.restart:
@@ -152,6 +153,7 @@ class LocalStack:
         # the warm-up and its settling.
         armed_at = self.start_load() if self.spec.load is not None else None
         self.armed_at = armed_at or datetime.now(UTC)
+        self._record().write()
         return self.base_commit
 
     def redeploy(self, service: str | None = None, *, readiness_gate: bool | None = None) -> float:
@@ -307,7 +309,7 @@ class LocalStack:
         source = self.spec.root / self.spec.workspace_source
         dest = self._wiring().workspace_dir
         self.workspace = Workspace.build(source, dest, baked_patches=baked_patches(self.setup))
-        self.base_commit = self.workspace.head()
+        self.base_commit = self.built_commit = self.workspace.head()
 
     def _seed(self) -> None:
         (self.run_dir / "data").mkdir(exist_ok=True)
@@ -366,6 +368,10 @@ class LocalStack:
             groups=live_groups(self._groups_seen),
             agent_endpoints={k: v for k, v in known.items() if k in self._agent_names()},
             operator_endpoints=known,
+            built_commit=self.built_commit,
+            base_commit=self.base_commit if self.armed_at else None,
+            fault_commit=self.fault_commit,
+            armed_at=self.armed_at,
             engine_home=self.settings.engine_home,
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 
 import psutil
@@ -46,6 +47,14 @@ class StackRecord(BaseModel):
     groups: dict[str, GroupRecord] = Field(default_factory=dict)
     agent_endpoints: dict[str, str] = Field(default_factory=dict)
     operator_endpoints: dict[str, str] = Field(default_factory=dict)
+    built_commit: str | None = None
+    """The workspace HEAD after it was built, before any fault delivered at arm time."""
+    base_commit: str | None = None
+    """Set once armed: the commit the agent starts from."""
+    fault_commit: str | None = None
+    armed_at: datetime | None = None
+    """When the load resumed on the faulted build; None until armed (a restarted deployer
+    adopting the stack reads these back instead of arming twice)."""
     engine_home: Path | None = None
     """The `SREFORGE_HOME` of the engine that started the stack; None in older records.
 

@@ -3,6 +3,7 @@
 ```
 TopologyProvider                     one per deployer
 ├── open(RunRequested) → Topology    describe a run's stack (nothing started yet)
+├── adopt(run_id) → Topology         take over a run's running stack (a restarted deployer)
 ├── checkout(CiTarget) → Checkout    a throwaway clone of a run's workspace for CI/merge
 ├── down_elsewhere(run_id) → [str]   tear down a stack this process does not hold
 └── leftovers(run_id) → [str]        what is left of a run whose stack never came up
@@ -65,11 +66,17 @@ class Topology(Protocol):
         ...
 
     def up(self) -> StackFacts:
-        """Start the stack; on failure nothing of it is left and a DeployerError is raised."""
+        """Start the stack; on failure nothing of it is left and a DeployerError is raised.
+
+        On an adopted stack (`TopologyProvider.adopt`): its facts, nothing started.
+        """
         ...
 
     def arm(self) -> ArmFacts:
-        """Deliver the fault and start the load on the faulted build."""
+        """Deliver the fault and start the load on the faulted build.
+
+        On an adopted stack armed before: the facts arming recorded, nothing repeated.
+        """
         ...
 
     def redeploy(self) -> None:
@@ -117,6 +124,16 @@ class TopologyProvider(Protocol):
 
     def open(self, event: RunRequested) -> Topology:
         """The run's stack, described but not started; `StackSpecError` if unknown."""
+        ...
+
+    def adopt(self, run_id: str) -> Topology:
+        """The run's stack, started by a deployer that has stopped, held here from now on.
+
+        Only a whole, healthy stack is adopted: one that is armed comes back armed (its
+        `ci_target()` known), one that is not can still be armed. `StackLostError` when
+        it cannot be (boot unfinished, a component gone, no state, or a topology that
+        cannot adopt at all: that is the safe answer, and the run then ends `error`).
+        """
         ...
 
     def checkout(self, target: CiTarget, *, confined: bool) -> Checkout:

@@ -1,0 +1,162 @@
+"""Adopting a run's local stack after the deployer that started it stopped.
+
+The stack's components run in their own process groups (no `--die-with-parent`) and
+its state file (`stack.json`) outlives the deployer, so a restarted deployer can take
+the stack over: lease its ports again, know its groups, read back what arming
+recorded, and go on arming, redeploying and tearing it down. A stack whose boot did
+not finish, or any of whose components died or no longer answers, is not adopted
+(`StackLostError`): half a stack is never handed to the rest of the run.
+
+This module fills in a `LocalStack`'s private state: it is the one place outside
+`_stack.py` that does, and only for a stack nobody else holds.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import psutil
+
+from sreforge_deployer._errors import StackLostError
+from sreforge_deployer._ports import PortAllocator, PortLease
+from sreforge_deployer._process import Component
+from sreforge_deployer._render import RenderedObservability, render_observability
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._stack import LocalStack
+from sreforge_deployer._state import GroupRecord, StackRecord
+from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS
+from sreforge_deployer._workspace import Workspace
+
+__all__ = ["adopt_stack"]
+
+_HEALTH_DEADLINE_S = 5.0
+_POLL_S = 0.1
+
+
+def adopt_stack(
+    scenario_dir: Path,
+    record: StackRecord,
+    *,
+    settings: DeployerSettings,
+    webhook_url: str | None,
+    webhook_token_file: Path | None,
+) -> LocalStack:
+    """The stack `record` describes, held by this process from now on; or `StackLostError`."""
+    stack = LocalStack(
+        scenario_dir,
+        time_scale=record.time_scale,
+        run_id=record.run_id,
+        webhook_url=webhook_url,
+        webhook_token_file=webhook_token_file,
+        settings=settings,
+    )
+    names = [c.name for c in stack.spec.components] + [ALERTMANAGER, PROMETHEUS]
+    _check_groups(record, names)
+    stack._leases = _reclaim_ports(record, settings)
+    try:
+        _restore(stack, record)
+        _check_healthy(stack)
+    except BaseException:
+        for lease in stack._leases.values():
+            lease.release()
+        raise
+    stack._record().write()  # the owner is this process now (`stack down` asks it)
+    return stack
+
+
+def _check_groups(record: StackRecord, names: list[str]) -> None:
+    missing = [name for name in names if name not in record.groups]
+    if missing:
+        raise StackLostError(
+            f"run {record.run_id}: its stack's boot did not finish (never started: "
+            f"{', '.join(missing)})"
+        )
+    dead = [name for name, group in record.groups.items() if not _running(group)]
+    if dead:
+        raise StackLostError(f"run {record.run_id}: components {', '.join(dead)} are gone")
+
+
+def _running(group: GroupRecord) -> bool:
+    try:
+        leader = psutil.Process(group.pgid)
+        alive = leader.status() != psutil.STATUS_ZOMBIE
+        return alive and abs(leader.create_time() - group.leader_started_at) < 1.0
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _reclaim_ports(record: StackRecord, settings: DeployerSettings) -> dict[str, PortLease]:
+    allocator = PortAllocator(
+        record.port_lock_dir or settings.port_lock_dir,
+        settings.port_range_low,
+        settings.port_range_high,
+    )
+    leases: dict[str, PortLease] = {}
+    for name, port in record.ports.items():
+        lease = allocator.reclaim(port)
+        if lease is None:
+            for held in leases.values():
+                held.release()
+            raise StackLostError(
+                f"run {record.run_id}: port {port} ({name}) is leased by a live process"
+            )
+        leases[name] = lease
+    return leases
+
+
+def _restore(stack: LocalStack, record: StackRecord) -> None:
+    wiring = stack._wiring()
+    stack.workspace = Workspace(wiring.workspace_dir)
+    stack.built_commit = record.built_commit
+    stack.base_commit = record.base_commit or record.built_commit
+    stack.fault_commit = record.fault_commit
+    stack.armed_at = record.armed_at
+    if record.armed_at is not None and stack.setup.delivery_mode == "arm-runtime-notrace":
+        stack._runtime_env = dict(stack.setup.runtime_env)
+    stack.rendered = _rendered(stack)
+    stack._groups_seen = {name: group.pgid for name, group in record.groups.items()}
+    for spec in stack.spec.components:
+        launch = wiring.launch(spec, stack._runtime_env)
+        stack._components[spec.name] = Component(launch, adopted_pgid=record.groups[spec.name].pgid)
+
+
+def _rendered(stack: LocalStack) -> RenderedObservability:
+    """The run's rendered timings (the readiness gate settles on them), rendered again
+    into scratch: the run's own files are what its Prometheus reads, left untouched."""
+    obs = stack.run_dir / "observability"
+    templates = stack.spec.root / stack.spec.observability
+    with tempfile.TemporaryDirectory(prefix="adopt-") as scratch:
+        receiver = stack.webhook_url or "http://127.0.0.1:9/"  # timings do not depend on it
+        values = stack._wiring().template_values(receiver, obs / "webhook.token")
+        timings = render_observability(templates, Path(scratch), values, stack.time_scale)
+    return replace(
+        timings,
+        prometheus_config=obs / "prometheus.yml",
+        rules=obs / "rules.yml",
+        alertmanager_config=obs / "alertmanager.yml",
+    )
+
+
+def _check_healthy(stack: LocalStack) -> None:
+    urls = [c.spec.health_url for c in stack._components.values() if c.spec.health_url]
+    urls += [f"{stack.url(PROMETHEUS)}/-/ready", f"{stack.url(ALERTMANAGER)}/-/ready"]
+    with httpx.Client(timeout=1.0, trust_env=False) as client:
+        for url in urls:
+            if not _answers(client, url):
+                raise StackLostError(f"run {stack.run_id}: {url} does not answer")
+
+
+def _answers(client: httpx.Client, url: str) -> bool:
+    deadline = time.monotonic() + _HEALTH_DEADLINE_S
+    while time.monotonic() < deadline:
+        try:
+            if client.get(url).is_success:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(_POLL_S)
+    return False

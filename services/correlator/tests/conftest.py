@@ -125,7 +125,9 @@ def brief_ready(seconds: float, run_id: str = RUN_ID) -> BriefReady:
 @pytest.fixture
 async def correlator(bus: Bus) -> AsyncIterator[CorrelatorService]:
     """The correlator service serving `bus`, sweeping every 50 ms."""
-    settings = CorrelatorSettings(use_cases=default_use_cases(), sweep_interval_seconds=0.05)
+    settings = CorrelatorSettings(
+        use_cases=default_use_cases(), sweep_interval_seconds=0.05, confirm_fire_grace_seconds=0
+    )
     service = CorrelatorService(settings=settings)
     await bootstrap(bus, [route.consumer for route in service.routes])
     stop = asyncio.Event()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from sreforge_contracts import (
     CiResult,
@@ -241,6 +243,18 @@ def test_confirm_fire_deadline_fails_an_armed_run_aborted() -> None:
     assert failed.phase == "failed"
     assert announcements(failed)[0].event_id == failure.event_id
     assert overdue(failed, at(100)) is None
+
+
+def test_a_trigger_redelivered_within_the_grace_still_lands_before_the_deadline_fails() -> None:
+    """The sweep waits `grace` past the deadline: a TriggerFired a crashed correlator
+    never acked comes back within its ack wait and triggers the run instead."""
+    armed = _through(stack_ready(), fault_armed(seconds=2))
+    grace = timedelta(seconds=6)
+    assert overdue(armed, at(2 + 24 + 5.9), grace) is None
+    late = on_fired(armed, alert(seconds=20), CLOCK, at(2 + 24 + 5))
+    assert late.phase == "triggered"
+    assert overdue(late, at(2 + 24 + 6), grace) is None
+    assert overdue(armed, at(2 + 24 + 6), grace) is not None
 
 
 def test_a_triggered_run_is_never_overdue() -> None:

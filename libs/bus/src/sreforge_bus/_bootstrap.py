@@ -43,14 +43,19 @@ class ConsumerSpec:
     A failed handler is redelivered after `backoff[n - 1]` seconds on delivery
     `n` (the last value repeats); after `max_deliver` failed attempts the message
     goes to `sreforge.deadletter.<durable>`. `ack_wait` is the time an unacked
-    message stays with one worker; the worker extends it while a handler runs.
+    message stays with one worker; the worker extends it while a handler runs
+    (`in_progress()` every `ack_wait / 3`, from the event loop, also while the handler
+    blocks in a thread), so it bounds only how soon a dead worker's message comes back:
+    5 s. A loop stalled past two thirds of it (a loaded machine) can cause a spurious
+    redelivery to a live process; every handler is idempotent (claims), and the
+    deployer and runner wait out a duplicate of a stage they have in flight.
     """
 
     durable: str
     filter_subjects: tuple[str, ...]
     max_deliver: int = 5
     backoff: tuple[float, ...] = (0.5, 2, 5)
-    ack_wait: float = 30
+    ack_wait: float = 5
 
     def __post_init__(self) -> None:
         if not _DURABLE.match(self.durable):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import structlog
 from sreforge_contracts import (
     BriefReady,
     CiResult,
@@ -53,6 +54,8 @@ from sreforge_correlator._start import (
 )
 
 __all__ = ["FOLDED", "Correlator", "StartOutcome"]
+
+log = structlog.get_logger("sreforge.correlator")
 
 FOLDED = (
     StackReady,
@@ -184,7 +187,7 @@ class Correlator:
                 continue  # a key of another service that happens to look like a run id
             if state is None:
                 continue
-            if overdue(state, now) is not None:
+            if overdue(state, now, self._grace) is not None:
                 owed += await self._fail_overdue(state, now)
             elif self._recent(state, now):
                 owed += announcements(state)
@@ -196,13 +199,20 @@ class Correlator:
         clock = self._clock(state)
 
         def fail(current: RunState) -> RunState:
-            failure = overdue(current, now)
+            failure = overdue(current, now, self._grace)
             return current if failure is None else fold(current, failure, clock)
 
         change = await self._ledger.change(state.run_id, fail)
         if change is None or not change.changed:
             return []
+        log.error(
+            "correlator.confirm_fire_missed", run_id=state.run_id, reason=change.after.failure
+        )
         return announcements(change.after)
+
+    @property
+    def _grace(self) -> timedelta:
+        return timedelta(seconds=self._settings.confirm_fire_grace_seconds)
 
     def _recent(self, state: RunState, now: datetime) -> bool:
         at = entered_at(state)

@@ -135,10 +135,14 @@ def on_resolved(state: RunState, trigger: Trigger) -> RunState:
     return state.model_copy(update=changes) if changes else state
 
 
-def overdue(state: RunState, now: datetime) -> RunFailed | None:
-    """The confirm-fire failure of an armed run whose deadline has passed, else None."""
+def overdue(state: RunState, now: datetime, grace: timedelta = timedelta(0)) -> RunFailed | None:
+    """The confirm-fire failure of an armed run whose deadline (plus `grace`) has passed.
+
+    `grace` covers a TriggerFired still on its way: one a crashed correlator took and
+    never acked comes back within the triggers consumer's ack wait.
+    """
     deadline = state.confirm_fire_deadline
-    if state.phase != "armed" or deadline is None or now < deadline:
+    if state.phase != "armed" or deadline is None or now < deadline + grace:
         return None
     waited = (deadline - state.armed_at).total_seconds() if state.armed_at else 0.0
     reason = (

@@ -60,6 +60,10 @@ class CorrelatorSettings(BaseSettings):
     """The agent's wall-clock budget, recorded as the run's agent deadline (never scaled)."""
     correlation_window_seconds: float = Field(default=60.0, gt=0)
     """Signals firing this close to the trigger are attached to it (at time_scale 1)."""
+    confirm_fire_grace_seconds: float = Field(default=6.0, ge=0)
+    """How long past the confirm-fire deadline the sweep waits before failing a run:
+    a TriggerFired redelivered after a crash (within the triggers consumer's 5 s ack
+    wait) still lands first. Not scaled: redelivery takes wall time at any scale."""
     sweep_interval_seconds: float = Field(default=0.5, gt=0)
     """How often run deadlines are checked."""
     announce_window_seconds: float = Field(default=60.0, gt=0)

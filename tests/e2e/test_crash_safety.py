@@ -1,10 +1,10 @@
-"""End to end over the multi-process topology: a run survives the oracle being killed.
+"""End to end over the multi-process topology: a run survives a service being killed.
 
 Every service is its own `python -m sreforge serve <name>` process against one
-external nats-server (SPEC §2); `sreforge run` then only submits and follows. While
-the reference fix is being graded, the oracle's process group gets SIGKILL and a
-fresh `sreforge serve oracle` takes over: the run still ends with one verdict, one
-record, and nothing left behind.
+external nats-server (SPEC §2); `sreforge run` then only submits and follows. One
+service's process group gets SIGKILL mid-run and a fresh `sreforge serve` of it takes
+over: the oracle while it grades the reference fix, the deployer while CI runs it.
+The run still ends with one verdict (passed), one record, and nothing left behind.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import psutil
@@ -342,25 +343,32 @@ async def _kill_and_restart_oracle(
 def _check_outcome(services: Topology, watch: StreamWatch, outage: Outage) -> None:
     run = services.run
     print(f"\nwall {run.wall_s:.1f} s, exit {run.exit_code}; oracle out {outage.seconds:.1f} s")
+    record = _check_one_passed_record(services, watch, "oracle")
+    _assert_outage_observed(record["sli_series"], outage)
+
+
+def _check_one_passed_record(services: Topology, watch: StreamWatch, killed: str) -> dict[str, Any]:
+    """One JSON outcome, one Scored/Recorded/record, no RunFailed, passed, nothing left."""
+    run = services.run
     lines = [line for line in run.stdout.splitlines() if line.strip()]
     assert len(lines) == 1, f"expected one JSON outcome, got {run.stdout!r}\n{run.progress}"
     outcome = json.loads(lines[0])
     kinds = {kind: len(watch.of_type(kind)) for kind in ("Scored", "Recorded", "RunFailed")}
     assert kinds == {"Scored": 1, "Recorded": 1, "RunFailed": 0}, (
-        f"{kinds}\n{run.progress}\noracle:\n{services.tail('oracle')}"
+        f"{kinds}\n{run.progress}\n{killed}:\n{services.tail(killed)}"
     )
     records = sorted(run.records_dir.glob("*/record.json"))
     assert len(records) == 1, f"expected one record, found {records}\n{run.progress}"
     assert outcome["record"] == str(records[0])
-    record = json.loads(records[0].read_text())
+    record: dict[str, Any] = json.loads(records[0].read_text())
     jsonschema.validate(record, json.loads(SCHEMA.read_text()))
     for found in record["score"]["signals"]:
         print(f"  {found['id']:<16} {found['satisfied']!s:<5} {found['detail']}")
     assert record["run_id"] == outcome["run_id"]
     assert outcome["verdict"] == record["verdict"] == "passed", f"{outcome}\n{run.progress}"
     assert run.exit_code == 0
-    _assert_outage_observed(record["sli_series"], outage)
     assert_nothing_left(run, records[0].parent, set())
+    return record
 
 
 def _assert_outage_observed(series: list[dict[str, object]], outage: Outage) -> None:
@@ -372,3 +380,70 @@ def _assert_outage_observed(series: list[dict[str, object]], outage: Outage) -> 
     assert max(gaps) < outage.seconds / 2, (
         f"a {max(gaps):.1f} s hole in a window whose oracle was out {outage.seconds:.1f} s"
     )
+
+
+@pytest.mark.timeout(300)
+async def test_deployer_killed_during_ci_and_restarted_resumes_and_still_passes(
+    topology: Topology,
+) -> None:
+    """SIGKILL the deployer while CI tests the reference fix, restart it: passed, one record.
+
+    The stack outlives its deployer (own process groups, `stack.json`); the new one
+    takes the pending CI claim over (its holder is gone), runs the gate again, adopts
+    the stack to merge and redeploy it, and tears it down after the record.
+    """
+    run = topology.run
+    for name in SERVICE_NAMES:
+        topology.serve(name)
+    await _all_ready(topology)
+    bus = await connect(topology.nats_url, name="crash-test", credential=topology.operator)
+    watch = StreamWatch(bus)
+    cli = await _launch_run(topology)
+    run.pid, run.started = cli.pid, time.monotonic()
+    try:
+        await _kill_deployer_during_ci(topology, watch, cli)
+        stdout, _ = await asyncio.wait_for(cli.communicate(), RUN_LIMIT_S)
+        run.wall_s, run.exit_code = time.monotonic() - run.started, cli.returncode
+        run.stdout = stdout.decode()
+        await watch.caught_up()
+        print(f"\nwall {run.wall_s:.1f} s, exit {run.exit_code}")
+        _check_one_passed_record(topology, watch, "deployer")
+        once = {kind: len(watch.of_type(kind)) for kind in ("CiResult", "Deployed", "CleanedUp")}
+        assert once == {"CiResult": 1, "Deployed": 1, "CleanedUp": 1}, once
+        (deployed,) = watch.of_type("Deployed")
+        assert getattr(deployed, "redeployed", False), deployed
+        assert '"deployer.stage_resumed"' in topology.log("deployer").read_text()
+    finally:
+        if cli.returncode is None:
+            kill_session(cli.pid)
+            await cli.wait()
+        await watch.close()
+        await bus.close()
+    codes, left = topology.stop()
+    assert all(code == 0 for code in codes.values()), f"services did not stop cleanly: {codes}"
+    assert not left, f"processes outlived their service: {left}"
+
+
+async def _kill_deployer_during_ci(
+    services: Topology, watch: StreamWatch, cli: asyncio.subprocess.Process
+) -> None:
+    """Once CI's pytest runs under the deployer, SIGKILL the deployer and start a new one."""
+    deployer = services.current("deployer")
+
+    async def testing() -> bool:
+        if cli.returncode is not None:
+            pytest.fail(f"the run ended before CI:\n{services.run.progress}")
+        assert not watch.of_type("CiResult"), "CI finished before the kill: nothing to prove"
+        return any("pytest" in " ".join(child.cmdline()) for child in _children(deployer.pid))
+
+    await _until(testing, f"CI under the deployer:\n{services.run.progress}", RUN_LIMIT_S - 60)
+    os.killpg(deployer.pid, signal.SIGKILL)
+    assert deployer.wait(timeout=10) == -signal.SIGKILL
+    services.serve("deployer")
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []

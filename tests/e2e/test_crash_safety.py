@@ -401,12 +401,14 @@ async def test_deployer_killed_during_ci_and_restarted_resumes_and_still_passes(
     cli = await _launch_run(topology)
     run.pid, run.started = cli.pid, time.monotonic()
     try:
-        await _kill_deployer_during_ci(topology, watch, cli)
+        killed = await _kill_deployer_during_ci(topology, watch, cli)
         stdout, _ = await asyncio.wait_for(cli.communicate(), RUN_LIMIT_S)
         run.wall_s, run.exit_code = time.monotonic() - run.started, cli.returncode
         run.stdout = stdout.decode()
         await watch.caught_up()
-        print(f"\nwall {run.wall_s:.1f} s, exit {run.exit_code}")
+        (ci,) = watch.of_type("CiResult")
+        back = (ci.occurred_at - killed).total_seconds()
+        print(f"\nwall {run.wall_s:.1f} s, exit {run.exit_code}; CiResult {back:.1f} s after kill")
         _check_one_passed_record(topology, watch, "deployer")
         once = {kind: len(watch.of_type(kind)) for kind in ("CiResult", "Deployed", "CleanedUp")}
         assert once == {"CiResult": 1, "Deployed": 1, "CleanedUp": 1}, once
@@ -426,7 +428,7 @@ async def test_deployer_killed_during_ci_and_restarted_resumes_and_still_passes(
 
 async def _kill_deployer_during_ci(
     services: Topology, watch: StreamWatch, cli: asyncio.subprocess.Process
-) -> None:
+) -> datetime:
     """Once CI's pytest runs under the deployer, SIGKILL the deployer and start a new one."""
     deployer = services.current("deployer")
 
@@ -434,16 +436,21 @@ async def _kill_deployer_during_ci(
         if cli.returncode is not None:
             pytest.fail(f"the run ended before CI:\n{services.run.progress}")
         assert not watch.of_type("CiResult"), "CI finished before the kill: nothing to prove"
-        return any("pytest" in " ".join(child.cmdline()) for child in _children(deployer.pid))
+        return any("pytest" in line for line in _descendants(deployer.pid))
 
     await _until(testing, f"CI under the deployer:\n{services.run.progress}", RUN_LIMIT_S - 60)
     os.killpg(deployer.pid, signal.SIGKILL)
     assert deployer.wait(timeout=10) == -signal.SIGKILL
+    killed = datetime.now(UTC)
     services.serve("deployer")
+    return killed
 
 
-def _children(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
+def _descendants(pid: int) -> list[str]:
+    """The command lines of `pid`'s live descendants."""
+    lines = []
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                lines.append(" ".join(child.cmdline()))
+    return lines

@@ -64,9 +64,9 @@ class LocalTopology:
     def up(self) -> StackFacts:
         """Start the stack (`LocalStack.up`) and report both endpoint views.
 
-        An adopted stack is up already: its facts, nothing started."""
+        A stack already up (adopted, or up before an attempt failed): its facts only."""
         stack = self.stack
-        endpoints = stack.endpoints if self.adopted else _guarded(stack.up)
+        endpoints = stack.endpoints if self.adopted or stack.pgids() else _guarded(stack.up)
         assert stack.workspace is not None
         return StackFacts(
             stack=stack.spec.name,
@@ -80,9 +80,9 @@ class LocalTopology:
     def arm(self) -> ArmFacts:
         """Deliver the fault, start the load (`LocalStack.arm`).
 
-        An adopted stack armed before its deployer stopped: what arming recorded."""
+        A stack armed before (adopted, or by an attempt that failed): what it recorded."""
         stack = self.stack
-        armed = self.adopted and stack.armed_at is not None and stack.base_commit
+        armed = stack.armed_at is not None and stack.base_commit
         base_commit = stack.base_commit if armed else _guarded(stack.arm)
         assert base_commit is not None
         assert stack.armed_at is not None

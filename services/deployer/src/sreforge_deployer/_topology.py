@@ -68,14 +68,16 @@ class Topology(Protocol):
     def up(self) -> StackFacts:
         """Start the stack; on failure nothing of it is left and a DeployerError is raised.
 
-        On an adopted stack (`TopologyProvider.adopt`): its facts, nothing started.
+        On a stack already up (adopted through `TopologyProvider.adopt`, or up before a
+        failed attempt of the stage): its facts, nothing started.
         """
         ...
 
     def arm(self) -> ArmFacts:
         """Deliver the fault and start the load on the faulted build.
 
-        On an adopted stack armed before: the facts arming recorded, nothing repeated.
+        On a stack armed before (adopted, or by a failed attempt): the facts arming
+        recorded, nothing repeated.
         """
         ...
 

@@ -500,7 +500,7 @@ async def test_merge_cut_short_after_ci_is_finished_on_redelivery() -> None:
 
 
 async def test_ci_replayed_after_a_restart_uses_the_run_state() -> None:
-    """A new process finds the workspace in the run state; it holds no stack to redeploy."""
+    """A new process finds the workspace in the run state; no stack to adopt: `error`."""
     provider, claims = FakeTopologies(), MemoryClaims()
     claims.state = RunState(
         run_id=RUN,
@@ -520,10 +520,9 @@ async def test_ci_replayed_after_a_restart_uses_the_run_state() -> None:
     events = await _ci(Saga(provider), claims)
     assert isinstance(events[0], CiResult)
     assert events[0].green
-    assert isinstance(events[1], Deployed)
-    assert (events[1].redeployed, events[1].readiness) == (False, "skipped")
-    assert events[1].error is not None
-    assert "no running stack" in events[1].error
+    assert isinstance(events[1], RunFailed)
+    assert (events[1].stage, events[1].verdict) == ("deploy", "error")
+    assert "no running stack" in events[1].reason
 
 
 async def test_ci_without_a_known_workspace_is_an_engine_error() -> None:

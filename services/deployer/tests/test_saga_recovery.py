@@ -132,18 +132,20 @@ async def test_restart_mid_redeploy_merges_and_redeploys_again() -> None:
 
 
 async def test_redeploy_cut_short_with_the_stack_lost_is_an_error_not_a_repeat() -> None:
-    """No stack to adopt: Deployed{redeployed=false} naming why, no redeploy attempted."""
+    """No stack to adopt: RunFailed{deploy, error} naming why (a harness fault is never
+    charged to the agent as a failed redeploy), no redeploy attempted."""
     provider, claims = FakeTopologies(), MemoryClaims(state=_announced(True))
     await claims.claim("ci", RUN)
     await claims.save("ci", RUN, [GREEN_CI])
     await claims.claim("deploy", RUN)
     claims.restart()
     events = await _ci(Saga(provider), claims)
-    assert isinstance(events[1], Deployed)
-    assert not events[1].redeployed
-    assert events[1].error is not None
-    assert "boot did not finish" in events[1].error
+    failed = events[1]
+    assert isinstance(failed, RunFailed)
+    assert (failed.stage, failed.verdict) == ("deploy", "error")
+    assert "boot did not finish" in failed.reason
     assert "redeploy" not in provider.topology.calls
+    assert claims.stored[f"deployer.deploy.{RUN}"] == [failed]
 
 
 async def test_duplicate_delivery_to_the_live_process_starts_nothing_and_fails_nothing() -> None:

@@ -41,7 +41,7 @@ from sreforge_contracts import (
 from sreforge_deployer import _stages
 from sreforge_deployer._claims import Claims, Log, Step, Turns
 from sreforge_deployer._errors import DeployerError
-from sreforge_deployer._handlers import PRODUCER, cleaned_up, deploy_failed, failure
+from sreforge_deployer._handlers import PRODUCER, cleaned_up, failure
 from sreforge_deployer._topology import Checkout, CiTarget, Topology, TopologyProvider
 
 __all__ = ["Claims", "Saga", "Step"]
@@ -287,13 +287,15 @@ class Saga:
             async with run.lock:
                 topology = await self._adopt(run_id, run, log)
                 if isinstance(topology, str):
+                    # A harness fault, never the agent's: `error`, not a failed redeploy.
                     self._forget(run_id, run)
-                    reason = f"no running stack for run {run_id} (pid {os.getpid()}): {topology}"
-                    result = deploy_failed(run_id, "unknown", 0.0, "skipped", reason)
-                else:
-                    result = await _stages.merge_and_redeploy(
-                        run_id, topology, checkout, tree, self._clock
-                    )
+                    why = f"no running stack for it here (pid {os.getpid()}): {topology}"
+                    lost = self._give_up(run_id, "deploy", why, log)
+                    await claims.save("deploy", run_id, [lost])
+                    return [lost]
+                result = await _stages.merge_and_redeploy(
+                    run_id, topology, checkout, tree, self._clock
+                )
         if not result.redeployed:
             log.error("deployer.deploy_failed", run_id=run_id, error=result.error)
         await claims.save("deploy", run_id, [result])

@@ -223,6 +223,16 @@ class Worker(Generic[T]):
         if (wrong := misplaced(value, msg.subject)) is not None:
             await self._dead_letter(msg, delivery, wrong)
             return
+        if delivery.num_delivered > 1:
+            # Loud: a worker stopped (or failed) with this message; its handler runs again.
+            self._log.error(
+                "message redelivered",
+                subject=delivery.subject,
+                run_id=run_of_subject(delivery.subject),
+                seq=delivery.stream_seq,
+                attempt=delivery.num_delivered,
+                reason="a previous delivery was not acked (its worker stopped, or failed)",
+            )
         keepalive = asyncio.create_task(self._keep_alive(msg))
         try:
             await self._handler(value, delivery)

@@ -9,7 +9,17 @@ from sreforge_contracts import load_scenario
 
 from .conftest import SCENARIO, STACK
 
-PLACEHOLDERS = {"python", "port", "db_path", "upstream_url", "app_url", "load_rate", "load_profile"}
+# What both topologies fill (the wiring of `_wiring.py` and `_compose_file.py`).
+PLACEHOLDERS = {
+    "python",
+    "host",
+    "port",
+    "db_path",
+    "upstream_url",
+    "app_url",
+    "load_rate",
+    "load_profile",
+}
 
 
 def _stack() -> dict[str, object]:

@@ -17,8 +17,13 @@ from sreforge_deployer._compose_project import ComposeProject, project_name
 from sreforge_deployer._compose_stack import ComposeStack, down_project
 from sreforge_deployer._compose_state import read_compose_record
 from sreforge_deployer._errors import StackLostError
-from sreforge_deployer._handlers import ArmFacts, StackFacts, find_scenario_dir
-from sreforge_deployer._local_topology import LocalCheckout, LocalTopologies, _guarded
+from sreforge_deployer._handlers import ArmFacts, StackFacts
+from sreforge_deployer._local_topology import (
+    LocalCheckout,
+    LocalTopologies,
+    _guarded,
+    stack_for,
+)
 from sreforge_deployer._ports import reap_stale_lease
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._teardown import remove_run_dir
@@ -101,19 +106,7 @@ class ComposeTopologies:
     def open(self, event: RunRequested) -> ComposeTopology:
         """The run's `ComposeStack`, not started."""
         settings = self.settings
-
-        def build() -> ComposeStack:
-            return ComposeStack(
-                find_scenario_dir(settings.use_cases, event.scenario),
-                time_scale=event.time_scale,
-                run_id=event.run_id,
-                webhook_url=settings.alert_webhook_base,
-                webhook_route=event.alert_route,
-                webhook_token_file=settings.alert_token_file,
-                settings=settings,
-            )
-
-        return ComposeTopology(_guarded(build))
+        return ComposeTopology(_guarded(lambda: stack_for(ComposeStack, event, settings)))
 
     def adopt(self, run_id: str) -> ComposeTopology:
         """Not yet: a restarted deployer cannot take a compose project over, so a stage

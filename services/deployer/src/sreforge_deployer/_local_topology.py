@@ -35,6 +35,20 @@ __all__ = ["LocalCheckout", "LocalTopologies", "LocalTopology"]
 T = TypeVar("T")
 
 
+def stack_for(make: Callable[..., T], event: RunRequested, settings: DeployerSettings) -> T:
+    """The run's stack of kind `make` (`LocalStack`, `ComposeStack`: one constructor
+    signature), described from its RunRequested and the deployer's settings."""
+    return make(
+        find_scenario_dir(settings.use_cases, event.scenario),
+        time_scale=event.time_scale,
+        run_id=event.run_id,
+        webhook_url=settings.alert_webhook_base,
+        webhook_route=event.alert_route,
+        webhook_token_file=settings.alert_token_file,
+        settings=settings,
+    )
+
+
 def _guarded(call: Callable[[], T]) -> T:
     try:
         return call()
@@ -162,19 +176,7 @@ class LocalTopologies:
     def open(self, event: RunRequested) -> LocalTopology:
         """The run's `LocalStack`, not started."""
         settings = self.settings
-
-        def build() -> LocalStack:
-            return LocalStack(
-                find_scenario_dir(settings.use_cases, event.scenario),
-                time_scale=event.time_scale,
-                run_id=event.run_id,
-                webhook_url=settings.alert_webhook_base,
-                webhook_route=event.alert_route,
-                webhook_token_file=settings.alert_token_file,
-                settings=settings,
-            )
-
-        return LocalTopology(_guarded(build))
+        return LocalTopology(_guarded(lambda: stack_for(LocalStack, event, settings)))
 
     def adopt(self, run_id: str) -> LocalTopology:
         """Take over the run's stack from its state file (its deployer has stopped)."""

@@ -16,8 +16,8 @@ import psutil
 import pytest
 from sreforge_deployer import DeployerSettings, list_stacks
 from sreforge_deployer._errors import StackLostError
-from sreforge_deployer._local_topology import LocalTopologies
-from sreforge_deployer._state import StackRecord
+from sreforge_deployer.local._provider import LocalTopologies
+from sreforge_deployer.local._state import StackRecord
 
 from .conftest import FIXTURES, poll
 from .test_stack_cli import _StackUp

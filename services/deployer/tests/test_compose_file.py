@@ -22,9 +22,9 @@ from sreforge_deployer._compose_image import StackImage
 from sreforge_deployer._compose_project import gateway_of, project_name
 from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopologies
 from sreforge_deployer._errors import DeployerError
-from sreforge_deployer._local_topology import LocalTopologies
 from sreforge_deployer._render import RenderedObservability
 from sreforge_deployer._spec import load_scenario_setup, load_stack_spec
+from sreforge_deployer.local._provider import LocalTopologies
 
 from .conftest import STAMPEDE
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sreforge_deployer._test_sets import (
+from sreforge_deployer.gate._test_sets import (
     MAX_JUNIT_BYTES,
     ChangedTests,
     JunitReport,

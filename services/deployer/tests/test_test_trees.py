@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sreforge_deployer._test_sets import ChangedTests
-from sreforge_deployer._test_trees import place_hidden, restore_handoff, tree_entries
+from sreforge_deployer.gate._test_sets import ChangedTests
+from sreforge_deployer.gate._test_trees import place_hidden, restore_handoff, tree_entries
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:

@@ -23,11 +23,11 @@ from sreforge_deployer._history import Author
 from sreforge_deployer._ports import PortAllocator, PortLease
 from sreforge_deployer._render import render_observability
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._stack import LocalStack
-from sreforge_deployer._state import StackRecord
-from sreforge_deployer._teardown import TeardownReport, list_stacks, teardown_run
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._workspace import Workspace
+from sreforge_deployer.local._stack import LocalStack
+from sreforge_deployer.local._state import StackRecord
+from sreforge_deployer.local._teardown import TeardownReport, list_stacks, teardown_run
 
 __all__ = [
     "SERVICE",

@@ -20,10 +20,10 @@ from sreforge_contracts import Event, Recorded, RunRequested, Scored, Submitted
 
 from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopologies
 from sreforge_deployer._ledger import KvClaims
-from sreforge_deployer._local_topology import LocalTopologies, LocalTopology
 from sreforge_deployer._saga import Saga, Step
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._stack import LocalStack
+from sreforge_deployer.local._provider import LocalTopologies, LocalTopology
+from sreforge_deployer.local._stack import LocalStack
 
 __all__ = [
     "CLEANUP_CONSUMER",

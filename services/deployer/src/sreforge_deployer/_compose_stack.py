@@ -40,11 +40,11 @@ from sreforge_deployer._process import run_once
 from sreforge_deployer._render import RenderedObservability, render_observability
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import ComponentSpec, load_scenario_setup, load_stack_spec
-from sreforge_deployer._teardown import remove_run_dir
 from sreforge_deployer._token import read_or_create_token
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
+from sreforge_deployer.local._teardown import remove_run_dir
 
 __all__ = ["ComposeStack"]
 

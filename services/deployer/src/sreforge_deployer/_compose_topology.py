@@ -18,16 +18,16 @@ from sreforge_deployer._compose_stack import ComposeStack, down_project
 from sreforge_deployer._compose_state import read_compose_record
 from sreforge_deployer._errors import StackLostError
 from sreforge_deployer._handlers import ArmFacts, StackFacts
-from sreforge_deployer._local_topology import (
+from sreforge_deployer._ports import reap_stale_lease
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._topology import CiTarget, Topology
+from sreforge_deployer.local._provider import (
     LocalCheckout,
     LocalTopologies,
     _guarded,
     stack_for,
 )
-from sreforge_deployer._ports import reap_stale_lease
-from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._teardown import remove_run_dir
-from sreforge_deployer._topology import CiTarget, Topology
+from sreforge_deployer.local._teardown import remove_run_dir
 
 __all__ = ["ComposeTopologies", "ComposeTopology", "PerRunTopologies"]
 

@@ -23,11 +23,11 @@ from sreforge_contracts import (
     find_scenario,
 )
 
-from sreforge_deployer._ci import CiRun
 from sreforge_deployer._errors import StackSpecError, TopologyFault
-from sreforge_deployer._gate import CiProtection
 from sreforge_deployer._spec import ScenarioSetup
-from sreforge_deployer._test_sets import ChangedTests
+from sreforge_deployer.gate._ci import CiRun
+from sreforge_deployer.gate._gate import CiProtection
+from sreforge_deployer.gate._test_sets import ChangedTests
 
 __all__ = [
     "MAX_REASON_CHARS",

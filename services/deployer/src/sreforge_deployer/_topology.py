@@ -30,8 +30,8 @@ from typing import NamedTuple, Protocol
 
 from sreforge_contracts import RunRequested
 
-from sreforge_deployer._ci import CiRun
 from sreforge_deployer._handlers import ArmFacts, StackFacts
+from sreforge_deployer.gate._ci import CiRun
 
 __all__ = ["Checkout", "CiTarget", "StackEndpoints", "Topology", "TopologyProvider"]
 

@@ -13,9 +13,6 @@ from typing import TypeVar
 
 from sreforge_contracts import RunRequested
 
-from sreforge_deployer._adopt import adopt_stack
-from sreforge_deployer._ci import CiCheckout, CiRun, merge_and_checkout
-from sreforge_deployer._cleanup import alive, down_owned, down_recorded
 from sreforge_deployer._confine import confinement_for
 from sreforge_deployer._errors import DeployerError, StackLostError, TopologyFault
 from sreforge_deployer._handlers import (
@@ -25,10 +22,13 @@ from sreforge_deployer._handlers import (
     find_scenario_dir,
 )
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._stack import LocalStack
-from sreforge_deployer._state import read_record
-from sreforge_deployer._teardown import leftovers
 from sreforge_deployer._topology import CiTarget
+from sreforge_deployer.gate._ci import CiCheckout, CiRun, merge_and_checkout
+from sreforge_deployer.local._adopt import adopt_stack
+from sreforge_deployer.local._cleanup import alive, down_owned, down_recorded
+from sreforge_deployer.local._stack import LocalStack
+from sreforge_deployer.local._state import read_record
+from sreforge_deployer.local._teardown import leftovers
 
 __all__ = ["LocalCheckout", "LocalTopologies", "LocalTopology"]
 

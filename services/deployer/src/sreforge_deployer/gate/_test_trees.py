@@ -11,7 +11,7 @@ import secrets
 import shutil
 from pathlib import Path
 
-from sreforge_deployer._test_sets import ChangedTests, is_test_path
+from sreforge_deployer.gate._test_sets import ChangedTests, is_test_path
 
 __all__ = ["copy_tree", "place_hidden", "restore_handoff", "tree_entries"]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import psutil
 
 from sreforge_deployer._errors import DeployerError, TeardownIncompleteError
-from sreforge_deployer._stack import LocalStack
-from sreforge_deployer._state import read_record
-from sreforge_deployer._teardown import leftovers, teardown_record
+from sreforge_deployer.local._stack import LocalStack
+from sreforge_deployer.local._state import read_record
+from sreforge_deployer.local._teardown import leftovers, teardown_record
 
 __all__ = ["alive", "down_owned", "down_recorded"]
 

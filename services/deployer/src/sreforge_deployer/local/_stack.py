@@ -44,12 +44,12 @@ from sreforge_deployer._spec import (
     load_scenario_setup,
     load_stack_spec,
 )
-from sreforge_deployer._state import StackRecord, live_groups
-from sreforge_deployer._teardown import TeardownReport, leftovers, remove_run_dir
 from sreforge_deployer._token import read_or_create_token
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
+from sreforge_deployer.local._state import StackRecord, live_groups
+from sreforge_deployer.local._teardown import TeardownReport, leftovers, remove_run_dir
 
 __all__ = ["LocalStack", "StackEndpoints", "TeardownReport"]
 

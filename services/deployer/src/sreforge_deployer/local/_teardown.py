@@ -14,7 +14,7 @@ import psutil
 from sreforge_deployer._errors import DeployerError, TeardownIncompleteError
 from sreforge_deployer._ports import listening_ports, reap_stale_lease
 from sreforge_deployer._process import groups_members, stop_group
-from sreforge_deployer._state import GroupRecord, StackRecord, list_records, read_record
+from sreforge_deployer.local._state import GroupRecord, StackRecord, list_records, read_record
 
 __all__ = [
     "TeardownReport",

@@ -26,10 +26,10 @@ from sreforge_deployer._ports import PortAllocator, PortLease
 from sreforge_deployer._process import Component
 from sreforge_deployer._render import RenderedObservability, render_observability
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._stack import LocalStack
-from sreforge_deployer._state import GroupRecord, StackRecord
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS
 from sreforge_deployer._workspace import Workspace
+from sreforge_deployer.local._stack import LocalStack
+from sreforge_deployer.local._state import GroupRecord, StackRecord
 
 __all__ = ["adopt_stack"]
 

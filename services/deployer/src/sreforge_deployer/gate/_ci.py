@@ -28,10 +28,10 @@ from sreforge_git import GitError, GitResult, run_git
 
 from sreforge_deployer._confine import JAIL_HOME, ci_jail, confine, confinement_for
 from sreforge_deployer._errors import WorkspaceError
-from sreforge_deployer._gate import CiProtection, SetOutcome, run_test_sets
 from sreforge_deployer._history import Author
-from sreforge_deployer._test_trees import copy_tree
 from sreforge_deployer._workspace import NO_REFLOG, Workspace, identity_env
+from sreforge_deployer.gate._gate import CiProtection, SetOutcome, run_test_sets
+from sreforge_deployer.gate._test_trees import copy_tree
 
 __all__ = [
     "CI_NICENESS",

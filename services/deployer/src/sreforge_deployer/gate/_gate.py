@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sreforge_deployer._errors import WorkspaceError
-from sreforge_deployer._test_sets import (
+from sreforge_deployer.gate._test_sets import (
     ChangedTests,
     JunitReport,
     SetName,
@@ -26,7 +26,12 @@ from sreforge_deployer._test_sets import (
     read_junit,
     shadowing_modules,
 )
-from sreforge_deployer._test_trees import copy_tree, place_hidden, restore_handoff, tree_entries
+from sreforge_deployer.gate._test_trees import (
+    copy_tree,
+    place_hidden,
+    restore_handoff,
+    tree_entries,
+)
 
 __all__ = ["NO_TESTS", "CiProtection", "SetOutcome", "SetRunner", "run_test_sets"]
 

@@ -1,0 +1,1 @@
+"""The CI gate (being moved here)."""

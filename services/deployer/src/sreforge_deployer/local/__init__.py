@@ -1,0 +1,1 @@
+"""The local topology (being moved here)."""

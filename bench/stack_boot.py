@@ -23,8 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psutil
-from sreforge_deployer import LocalStack
-from sreforge_deployer._process import group_members
+from sreforge_deployer.local import LocalStack
 from sreforge_prom import PrometheusClient
 
 SCENARIO = (
@@ -55,8 +54,7 @@ class RssSampler:
     def _run(self) -> None:
         while not self._stop.wait(0.1):
             total = 0
-            for name, pgid in self.stack.pgids().items():
-                members = group_members(pgid)
+            for name, members in self.stack.component_processes().items():
                 rss = sum(_rss(proc) for proc in members)
                 for proc in members:
                     self.cpu_by_pid[proc.pid] = (name, _cpu(proc, self.cpu_by_pid))

@@ -23,8 +23,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sreforge_deployer import DeployerSettings, LocalStack
+from sreforge_deployer import DeployerSettings
 from sreforge_deployer._compose_stack import ComposeStack
+from sreforge_deployer.local import LocalStack
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO_ID = "latency-cache-stampede"

@@ -37,7 +37,8 @@ from sreforge_contracts import (
     StackInfo,
     load_scenario,
 )
-from sreforge_deployer import DeployerError, LocalStack
+from sreforge_deployer import DeployerError
+from sreforge_deployer.local import LocalStack
 from sreforge_runner import HostSandbox, RunnerSettings, SandboxError, probe_sandbox
 
 from sreforge._stack_cli import resolve_scenario

@@ -18,13 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 
-from sreforge_deployer import (
-    DeployerError,
-    DeployerSettings,
-    LocalStack,
-    list_stacks,
-    teardown_run,
-)
+from sreforge_deployer import DeployerError, DeployerSettings
+from sreforge_deployer.local import LocalStack, list_stacks, teardown_run
 
 __all__ = [
     "add_stack_commands",

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-from sreforge_deployer import DeployerSettings, LocalStack
+from sreforge_deployer import DeployerSettings
+from sreforge_deployer.local import LocalStack
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TINY_SCENARIOS = FIXTURES / "tiny" / "scenarios"

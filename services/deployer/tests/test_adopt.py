@@ -14,10 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from sreforge_deployer import DeployerSettings, list_stacks
-from sreforge_deployer._errors import StackLostError
-from sreforge_deployer.local._provider import LocalTopologies
-from sreforge_deployer.local._state import StackRecord
+from sreforge_deployer import DeployerSettings, StackLostError
+from sreforge_deployer.local import LocalTopologies, StackRecord, list_stacks
 
 from .conftest import FIXTURES, poll
 from .test_stack_cli import _StackUp

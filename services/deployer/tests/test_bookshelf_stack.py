@@ -12,9 +12,10 @@ import time
 import httpx
 import psutil
 import pytest
-from sreforge_deployer import Author, DeployerSettings, LocalStack
+from sreforge_deployer import Author, DeployerSettings
 from sreforge_deployer._ports import listening_ports
 from sreforge_deployer._process import group_members
+from sreforge_deployer.local import LocalStack
 
 from .conftest import (
     BOOKSHELF_SCALE,

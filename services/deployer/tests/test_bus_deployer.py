@@ -27,11 +27,12 @@ from sreforge_contracts import (
     Submitted,
     parse_event,
 )
-from sreforge_deployer import DeployerSettings, LocalStack
+from sreforge_deployer import DeployerSettings
 from sreforge_deployer._adapter import DeployerService, deployer_service
 from sreforge_deployer._ports import listening_ports
 from sreforge_deployer._process import group_members
 from sreforge_deployer._workspace import Workspace
+from sreforge_deployer.local import LocalStack
 
 from .conftest import FIXTURES, WebhookReceiver
 

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from sreforge_deployer._workspace import Workspace
-from sreforge_deployer.gate._ci import MERGE_MESSAGE, CiCheckout, merge_and_checkout, truncate
+from sreforge_deployer import Workspace
+from sreforge_deployer.gate import MERGE_MESSAGE, CiCheckout, merge_and_checkout
+from sreforge_deployer.gate._ci import truncate
 from sreforge_git import git_env
 
 APP = """def double(x):

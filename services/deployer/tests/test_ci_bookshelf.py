@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from sreforge_deployer._handlers import ci_protection
-from sreforge_deployer._workspace import Workspace
-from sreforge_deployer.gate._ci import CiCheckout, CiRun
+from sreforge_deployer import Workspace
+from sreforge_deployer.gate import CiCheckout, CiRun, ci_protection
 
 from .conftest import BOOKSHELF, STAMPEDE
 

@@ -17,7 +17,8 @@ import pytest
 from sreforge_bus.embedded import NatsServer
 from sreforge_confine import Bubblewrap
 from sreforge_deployer import ConfinementFailed, WorkspaceError
-from sreforge_deployer.gate._ci import CI_NICENESS, CiCheckout, _run_tests, merge_and_checkout
+from sreforge_deployer.gate import CiCheckout, merge_and_checkout
+from sreforge_deployer.gate._ci import CI_NICENESS, _run_tests
 
 from .conftest import REPO_ROOT, STAMPEDE
 from .test_ci import _diff, _git

@@ -14,11 +14,9 @@ from pathlib import Path
 
 import pytest
 from sreforge_contracts import CiResult
-from sreforge_deployer._errors import WorkspaceError
+from sreforge_deployer import WorkspaceError
 from sreforge_deployer._handlers import ci_result
-from sreforge_deployer.gate._ci import CiCheckout, CiRun
-from sreforge_deployer.gate._gate import CiProtection, SetOutcome
-from sreforge_deployer.gate._test_sets import ChangedTests
+from sreforge_deployer.gate import ChangedTests, CiCheckout, CiProtection, CiRun, SetOutcome
 from sreforge_git import git_env
 
 from .conftest import FIXTURES

@@ -24,7 +24,7 @@ from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopolog
 from sreforge_deployer._errors import DeployerError
 from sreforge_deployer._render import RenderedObservability
 from sreforge_deployer._spec import load_scenario_setup, load_stack_spec
-from sreforge_deployer.local._provider import LocalTopologies
+from sreforge_deployer.local import LocalTopologies
 
 from .conftest import STAMPEDE
 

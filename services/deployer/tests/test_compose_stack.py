@@ -19,7 +19,7 @@ from sreforge_deployer import DeployerSettings
 from sreforge_deployer._compose_stack import ComposeStack
 from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopologies
 from sreforge_deployer._ports import listening_ports
-from sreforge_deployer.local._provider import LocalTopologies
+from sreforge_deployer.local import LocalTopologies
 
 from .conftest import BOOKSHELF_SCALE, PRIMARY_ALERT, STAMPEDE, WebhookReceiver, poll
 

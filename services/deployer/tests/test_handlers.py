@@ -6,16 +6,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sreforge_deployer import ComponentStartError, LocalStack, StackSpecError
-from sreforge_deployer._handlers import (
-    MAX_REASON_CHARS,
-    ArmFacts,
-    failure,
-    fault_armed,
-    find_scenario_dir,
-    readiness,
-)
-from sreforge_deployer._spec import load_scenario_setup
+from sreforge_deployer import ArmFacts, ComponentStartError, StackSpecError
+from sreforge_deployer._handlers import MAX_REASON_CHARS, failure, fault_armed, readiness
+from sreforge_deployer._spec import find_scenario_dir, load_scenario_setup
+from sreforge_deployer.local import LocalStack
 
 from .conftest import FIXTURES, STAMPEDE, TINY_SCENARIOS
 

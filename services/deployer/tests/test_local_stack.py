@@ -14,11 +14,11 @@ from sreforge_deployer import (
     BinaryMissingError,
     ComponentStartError,
     DeployerSettings,
-    LocalStack,
     PortUnavailableError,
 )
 from sreforge_deployer._ports import listening_ports
 from sreforge_deployer._process import group_members
+from sreforge_deployer.local import LocalStack
 
 from .conftest import TINY_SCENARIOS, alert_states, alertmanager_has, poll
 

@@ -33,19 +33,20 @@ from sreforge_contracts import (
     Submitted,
 )
 from sreforge_deployer import (
+    ArmFacts,
+    CiTarget,
     ComponentStartError,
     DeployerError,
     LoadControlError,
+    StackFacts,
+    StackLostError,
     StackSpecError,
     WorkspaceError,
 )
-from sreforge_deployer._errors import StackLostError
-from sreforge_deployer._handlers import ArmFacts, StackFacts
 from sreforge_deployer._ledger import HolderState
 from sreforge_deployer._saga import Saga, Step
 from sreforge_deployer._spec import load_scenario_setup
-from sreforge_deployer._topology import CiTarget
-from sreforge_deployer.gate._ci import CiRun
+from sreforge_deployer.gate import CiRun
 
 from .conftest import TINY_SCENARIOS
 

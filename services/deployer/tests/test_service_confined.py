@@ -14,7 +14,8 @@ import httpx
 import psutil
 import pytest
 from sreforge_bus.embedded import NatsServer
-from sreforge_deployer import ConfinementFailed, DeployerSettings, LocalStack
+from sreforge_deployer import ConfinementFailed, DeployerSettings
+from sreforge_deployer.local import LocalStack
 
 from .conftest import FIXTURES, REPO_ROOT, STAMPEDE, TINY_SCENARIOS
 from .test_ci_confined import _forged_on_bus

@@ -6,8 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from sreforge_deployer import DeployerSettings, LocalStack, StackSpecError
+from sreforge_deployer import DeployerSettings, StackSpecError
 from sreforge_deployer._spec import load_scenario_setup, load_stack_spec
+from sreforge_deployer.local import LocalStack
 
 from .conftest import STAMPEDE, TINY_SCENARIOS
 

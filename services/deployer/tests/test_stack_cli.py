@@ -15,8 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from sreforge_deployer import list_stacks
-from sreforge_deployer.local._state import StackRecord
+from sreforge_deployer.local import StackRecord, list_stacks
 
 from sreforge._stack_cli import (
     add_stack_commands,

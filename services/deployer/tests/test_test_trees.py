@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sreforge_deployer.gate._test_sets import ChangedTests
+from sreforge_deployer.gate import ChangedTests
 from sreforge_deployer.gate._test_trees import place_hidden, restore_handoff, tree_entries
 
 

@@ -1,10 +1,13 @@
 """The SREForge deployer service. Stacks, fault arming, CI gate, auto-merge, redeploy and cleanup.
 
 On the bus (`SERVICE`, a `DeployerService`): RunRequested → StackReady, FaultArmed;
-Submitted → CiResult, Deployed; Scored / RunFailed → CleanedUp. Underneath, the local
-topology: `LocalStack` runs one run's stack as child processes on leased loopback
-ports, with its own Prometheus, Alertmanager and git workspace; `teardown_run` /
-`list_stacks` reach stacks other processes started.
+Submitted → CiResult, Deployed; Scored → stop the stack's processes; Recorded →
+CleanedUp. Its stages see a run's stack only through the `Topology` / `TopologyProvider`
+protocols (`_topology.py`), with two implementations: the local topology
+(`sreforge_deployer.local`, the default) and the compose topology (`_compose_*.py`).
+The CI gate is `sreforge_deployer.gate`. What both topologies share (the stack
+description, the workspace, the fault's delivery, the rendered observability, ports,
+settings and the one exception tree) is exported here.
 """
 
 from sreforge_deployer._adapter import SERVICE, Deployer, DeployerService, deployer_service
@@ -15,24 +18,34 @@ from sreforge_deployer._errors import (
     DeployerError,
     LoadControlError,
     PortUnavailableError,
+    StackLostError,
     StackSpecError,
     TeardownIncompleteError,
+    TopologyFault,
     WorkspaceError,
 )
 from sreforge_deployer._history import Author
 from sreforge_deployer._ports import PortAllocator, PortLease
 from sreforge_deployer._render import render_observability
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._topology import StackEndpoints
+from sreforge_deployer._topology import (
+    ArmFacts,
+    Checkout,
+    CiTarget,
+    StackEndpoints,
+    StackFacts,
+    Topology,
+    TopologyProvider,
+)
 from sreforge_deployer._workspace import Workspace
-from sreforge_deployer.local._stack import LocalStack
-from sreforge_deployer.local._state import StackRecord
-from sreforge_deployer.local._teardown import TeardownReport, list_stacks, teardown_run
 
 __all__ = [
     "SERVICE",
+    "ArmFacts",
     "Author",
     "BinaryMissingError",
+    "Checkout",
+    "CiTarget",
     "ComponentStartError",
     "ConfinementFailed",
     "Deployer",
@@ -40,19 +53,19 @@ __all__ = [
     "DeployerService",
     "DeployerSettings",
     "LoadControlError",
-    "LocalStack",
     "PortAllocator",
     "PortLease",
     "PortUnavailableError",
     "StackEndpoints",
-    "StackRecord",
+    "StackFacts",
+    "StackLostError",
     "StackSpecError",
     "TeardownIncompleteError",
-    "TeardownReport",
+    "Topology",
+    "TopologyFault",
+    "TopologyProvider",
     "Workspace",
     "WorkspaceError",
     "deployer_service",
-    "list_stacks",
     "render_observability",
-    "teardown_run",
 ]

@@ -22,8 +22,7 @@ from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopolog
 from sreforge_deployer._ledger import KvClaims
 from sreforge_deployer._saga import Saga, Step
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer.local._provider import LocalTopologies, LocalTopology
-from sreforge_deployer.local._stack import LocalStack
+from sreforge_deployer.local import LocalStack, LocalTopologies, LocalTopology
 
 __all__ = [
     "CLEANUP_CONSUMER",

@@ -38,13 +38,13 @@ from sreforge_deployer._observability import go_runtime_env, settle_past_windows
 from sreforge_deployer._ports import PortAllocator, PortLease
 from sreforge_deployer._process import run_once
 from sreforge_deployer._render import RenderedObservability, render_observability
+from sreforge_deployer._run import remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import ComponentSpec, load_scenario_setup, load_stack_spec
 from sreforge_deployer._token import read_or_create_token
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
-from sreforge_deployer.local._teardown import remove_run_dir
 
 __all__ = ["ComposeStack"]
 

@@ -1,9 +1,9 @@
 """The compose topology: the `Topology` of `_topology.py` over `ComposeStack`.
 
 CI and the merge are host-side on both topologies (a jailed clone of the run's
-workspace), so `checkout` is the local provider's. `_guarded` (the local
-topology's) stays the one boundary where anything else raised becomes a
-`DeployerError`.
+workspace, the gate's `HostCheckout`), so `checkout` is the local provider's.
+`guarded` (`_topology.py`) stays the one boundary where anything else raised
+becomes a `DeployerError`.
 """
 
 from __future__ import annotations
@@ -17,17 +17,12 @@ from sreforge_deployer._compose_project import ComposeProject, project_name
 from sreforge_deployer._compose_stack import ComposeStack, down_project
 from sreforge_deployer._compose_state import read_compose_record
 from sreforge_deployer._errors import StackLostError
-from sreforge_deployer._handlers import ArmFacts, StackFacts
 from sreforge_deployer._ports import reap_stale_lease
+from sreforge_deployer._run import remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._topology import CiTarget, Topology
-from sreforge_deployer.local._provider import (
-    LocalCheckout,
-    LocalTopologies,
-    _guarded,
-    stack_for,
-)
-from sreforge_deployer.local._teardown import remove_run_dir
+from sreforge_deployer._topology import ArmFacts, CiTarget, StackFacts, Topology, guarded, stack_for
+from sreforge_deployer.gate import HostCheckout
+from sreforge_deployer.local import LocalTopologies
 
 __all__ = ["ComposeTopologies", "ComposeTopology", "PerRunTopologies"]
 
@@ -51,7 +46,7 @@ class ComposeTopology:
     def up(self) -> StackFacts:
         """Start the project and report both endpoint views (host-published URLs)."""
         stack = self.stack
-        endpoints = _guarded(stack.up)
+        endpoints = guarded(stack.up)
         assert stack.workspace is not None
         return StackFacts(
             stack=stack.spec.name,
@@ -65,13 +60,13 @@ class ComposeTopology:
     def arm(self) -> ArmFacts:
         """Deliver the fault, start the load (`ComposeStack.arm`)."""
         stack = self.stack
-        base_commit = _guarded(stack.arm)
+        base_commit = guarded(stack.arm)
         assert stack.armed_at is not None
         return ArmFacts(stack.armed_at, base_commit, stack.fault_commit, stack.setup)
 
     def redeploy(self) -> None:
         """Recreate the service's container behind the scenario's readiness gate."""
-        _guarded(self.stack.redeploy)
+        guarded(self.stack.redeploy)
 
     def ci_target(self) -> CiTarget | None:
         """The workspace and base commit once the stack is up."""
@@ -106,14 +101,14 @@ class ComposeTopologies:
     def open(self, event: RunRequested) -> ComposeTopology:
         """The run's `ComposeStack`, not started."""
         settings = self.settings
-        return ComposeTopology(_guarded(lambda: stack_for(ComposeStack, event, settings)))
+        return ComposeTopology(guarded(lambda: stack_for(ComposeStack, event, settings)))
 
     def adopt(self, run_id: str) -> ComposeTopology:
         """Not yet: a restarted deployer cannot take a compose project over, so a stage
         cut short there ends the run `error` (a boot cut short is still booted again)."""
         raise StackLostError(f"run {run_id}: the compose topology cannot adopt a stack yet")
 
-    def checkout(self, target: CiTarget, *, confined: bool) -> LocalCheckout:
+    def checkout(self, target: CiTarget, *, confined: bool) -> HostCheckout:
         """A clone of the run workspace on the host (as on the local topology)."""
         return self.local.checkout(target, confined=confined)
 
@@ -164,7 +159,7 @@ class PerRunTopologies:
             return self.compose.adopt(run_id)
         return self.local.adopt(run_id)
 
-    def checkout(self, target: CiTarget, *, confined: bool) -> LocalCheckout:
+    def checkout(self, target: CiTarget, *, confined: bool) -> HostCheckout:
         """CI's clone: host-side on every topology."""
         return self.local.checkout(target, confined=confined)
 

@@ -1,47 +1,36 @@
-"""Pure decisions of the deployer: which scenario, which events, how failures read.
+"""Pure decisions of the deployer: which events its stages emit, how failures read.
 
 Nothing here touches the bus, a process or git; `_adapter.py` does the I/O.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
 from typing import Literal
 
 from sreforge_contracts import (
     CiResult,
     CiTestSet,
     CleanedUp,
-    ContractError,
     Deployed,
     FaultArmed,
     RunFailed,
     RunWorkspace,
     StackReady,
-    find_scenario,
 )
 
-from sreforge_deployer._errors import StackSpecError, TopologyFault
-from sreforge_deployer._spec import ScenarioSetup
-from sreforge_deployer.gate._ci import CiRun
-from sreforge_deployer.gate._gate import CiProtection
-from sreforge_deployer.gate._test_sets import ChangedTests
+from sreforge_deployer._errors import TopologyFault
+from sreforge_deployer._topology import ArmFacts, StackFacts
+from sreforge_deployer.gate import CiRun
 
 __all__ = [
     "MAX_REASON_CHARS",
     "PRODUCER",
-    "ArmFacts",
-    "StackFacts",
-    "ci_protection",
     "ci_result",
     "cleaned_up",
     "deploy_failed",
     "deployed",
     "failure",
     "fault_armed",
-    "find_scenario_dir",
     "readiness",
     "stack_ready",
 ]
@@ -49,49 +38,6 @@ __all__ = [
 MAX_REASON_CHARS = 4000
 PRODUCER = "deployer"
 Readiness = Literal["passed", "failed", "skipped"]
-
-
-@dataclass(frozen=True)
-class StackFacts:
-    """What a provisioned stack reports for StackReady."""
-
-    stack: str
-    run_dir: Path
-    agent_endpoints: dict[str, str]
-    operator_endpoints: dict[str, str]
-    workspace: Path
-    service: str
-
-
-@dataclass(frozen=True)
-class ArmFacts:
-    """What arming reports for FaultArmed."""
-
-    armed_at: datetime
-    base_commit: str
-    fault_commit: str | None
-    setup: ScenarioSetup
-
-
-def find_scenario_dir(use_cases: Path, scenario_id: str) -> Path:
-    """`<use_cases>/<use-case>/scenarios/<scenario_id>/`; `StackSpecError` when absent."""
-    try:
-        return find_scenario(use_cases, scenario_id).path
-    except ContractError as error:
-        raise StackSpecError(str(error)) from error
-
-
-def ci_protection(use_cases: Path, scenario_id: str) -> CiProtection:
-    """The scenario's hidden CI tests (`verify/ci/`, if present) and `ci_changed_tests`."""
-    try:
-        scenario = find_scenario(use_cases, scenario_id)
-    except ContractError as error:
-        raise StackSpecError(str(error)) from error
-    hidden = scenario.ci_tests_dir
-    return CiProtection(
-        hidden_dir=hidden if hidden.is_dir() else None,
-        changed=ChangedTests.from_entries(scenario.manifest.verify.ci_changed_tests),
-    )
 
 
 def stack_ready(run_id: str, facts: StackFacts) -> StackReady:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from sreforge_confine import ConfinementError, parse_host_port
-from sreforge_contracts import ContractError, load_scenario
+from sreforge_contracts import ContractError, find_scenario, load_scenario
 
 from sreforge_deployer._errors import StackSpecError
 
@@ -19,6 +19,7 @@ __all__ = [
     "ScenarioSetup",
     "SeedSpec",
     "StackSpec",
+    "find_scenario_dir",
     "load_scenario_setup",
     "load_stack_spec",
 ]
@@ -196,3 +197,11 @@ def load_scenario_setup(scenario_dir: Path) -> ScenarioSetup:
         sustained_clear_seconds=manifest.determinism.sustained_clear_seconds,
         max_clear_seconds=manifest.determinism.max_clear_time_seconds,
     )
+
+
+def find_scenario_dir(use_cases: Path, scenario_id: str) -> Path:
+    """`<use_cases>/<use-case>/scenarios/<scenario_id>/`; `StackSpecError` when absent."""
+    try:
+        return find_scenario(use_cases, scenario_id).path
+    except ContractError as error:
+        raise StackSpecError(str(error)) from error

@@ -17,23 +17,44 @@ Topology                             one run's stack
 ```
 
 Every failure of a topology or a checkout is a `DeployerError`; the stages map its
-subtypes to verdicts. Two implementations: the local topology (`_local_topology.py`,
-over `LocalStack`) and the compose topology (`_compose_topology.py`, over `ComposeStack`);
-`PerRunTopologies` opens each run's from the one its RunRequested names.
+subtypes to verdicts (`guarded` is where anything else becomes one). Two
+implementations: the local topology (`sreforge_deployer.local`: `LocalTopologies` over
+`LocalStack`) and the compose topology (`_compose_topology.py`, over `ComposeStack`);
+`PerRunTopologies` opens each run's from the one its RunRequested names. Both describe a
+run's stack with `stack_for`, and both check out CI's clone on the host
+(`sreforge_deployer.gate.HostCheckout`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
 from sreforge_contracts import RunRequested
 
-from sreforge_deployer._handlers import ArmFacts, StackFacts
-from sreforge_deployer.gate._ci import CiRun
+from sreforge_deployer._errors import DeployerError, TopologyFault
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._spec import ScenarioSetup, find_scenario_dir
 
-__all__ = ["Checkout", "CiTarget", "StackEndpoints", "Topology", "TopologyProvider"]
+if TYPE_CHECKING:  # the gate's types name the protocol's; the gate imports this module
+    from sreforge_deployer.gate import CiRun
+
+__all__ = [
+    "ArmFacts",
+    "Checkout",
+    "CiTarget",
+    "StackEndpoints",
+    "StackFacts",
+    "Topology",
+    "TopologyProvider",
+    "guarded",
+    "stack_for",
+]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -42,6 +63,28 @@ class StackEndpoints:
 
     agent: dict[str, str]
     operator: dict[str, str]
+
+
+@dataclass(frozen=True)
+class StackFacts:
+    """What a provisioned stack reports for StackReady."""
+
+    stack: str
+    run_dir: Path
+    agent_endpoints: dict[str, str]
+    operator_endpoints: dict[str, str]
+    workspace: Path
+    service: str
+
+
+@dataclass(frozen=True)
+class ArmFacts:
+    """What arming reports for FaultArmed."""
+
+    armed_at: datetime
+    base_commit: str
+    fault_commit: str | None
+    setup: ScenarioSetup
 
 
 class CiTarget(NamedTuple):
@@ -149,3 +192,31 @@ class TopologyProvider(Protocol):
     def leftovers(self, run_id: str) -> list[str]:
         """What is left of a run whose stack is not running here (its run dir, if any)."""
         ...
+
+
+def stack_for(make: Callable[..., T], event: RunRequested, settings: DeployerSettings) -> T:
+    """The run's stack of kind `make` (`LocalStack`, `ComposeStack`: one constructor
+    signature), described from its RunRequested and the deployer's settings."""
+    return make(
+        find_scenario_dir(settings.use_cases, event.scenario),
+        time_scale=event.time_scale,
+        run_id=event.run_id,
+        webhook_url=settings.alert_webhook_base,
+        webhook_route=event.alert_route,
+        webhook_token_file=settings.alert_token_file,
+        settings=settings,
+    )
+
+
+def guarded(call: Callable[[], T]) -> T:
+    """`call()`, anything it raises but a `DeployerError` raised as a `TopologyFault`.
+
+    The one boundary where a topology's other errors (a stack's, git's) become the
+    package's, so the stages catch only `DeployerError`.
+    """
+    try:
+        return call()
+    except DeployerError:
+        raise
+    except Exception as error:  # the boundary: whatever else broke, as the package's error
+        raise TopologyFault(error) from error

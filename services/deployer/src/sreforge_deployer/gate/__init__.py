@@ -1,1 +1,26 @@
-"""The CI gate (being moved here)."""
+"""The CI gate: a run's submission tested on a jailed clone of its workspace, then merged.
+
+`host_checkout(target, settings, confined=)` gives a `HostCheckout` (the `Checkout` both
+topologies use): `gate(diff)` runs the scenario's test sets (`submitted`, `handoff`,
+`hidden`; `ci_protection` reads which) and returns a `CiRun`, `prepare`/`merge` put the
+tested tree on the workspace's main. `CiCheckout` and `merge_and_checkout` are the same
+steps without the deployer's settings (tests, `bench/`).
+"""
+
+from sreforge_deployer.gate._checkout import HostCheckout, ci_protection, host_checkout
+from sreforge_deployer.gate._ci import MERGE_MESSAGE, CiCheckout, CiRun, merge_and_checkout
+from sreforge_deployer.gate._gate import CiProtection, SetOutcome
+from sreforge_deployer.gate._test_sets import ChangedTests
+
+__all__ = [
+    "MERGE_MESSAGE",
+    "ChangedTests",
+    "CiCheckout",
+    "CiProtection",
+    "CiRun",
+    "HostCheckout",
+    "SetOutcome",
+    "ci_protection",
+    "host_checkout",
+    "merge_and_checkout",
+]

@@ -1,61 +1,27 @@
-"""The local topology: the `Topology` of `_topology.py` over `LocalStack` and `CiCheckout`.
+"""The local topology: the `Topology` of `sreforge_deployer._topology` over `LocalStack`.
 
-`_guarded` is the one boundary where anything a local stack or git raises becomes a
-`DeployerError` (a `TopologyFault` when nothing narrower names it), so the stages
-catch only the package's own errors.
+Every call into a stack goes through `guarded`, so the stages see only `DeployerError`s.
+CI and the merge are the gate's `HostCheckout`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import TypeVar
 
 from sreforge_contracts import RunRequested
 
-from sreforge_deployer._confine import confinement_for
-from sreforge_deployer._errors import DeployerError, StackLostError, TopologyFault
-from sreforge_deployer._handlers import (
-    ArmFacts,
-    StackFacts,
-    ci_protection,
-    find_scenario_dir,
-)
+from sreforge_deployer._errors import StackLostError
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._topology import CiTarget
-from sreforge_deployer.gate._ci import CiCheckout, CiRun, merge_and_checkout
+from sreforge_deployer._spec import find_scenario_dir
+from sreforge_deployer._topology import ArmFacts, CiTarget, StackFacts, guarded, stack_for
+from sreforge_deployer.gate import HostCheckout, host_checkout
 from sreforge_deployer.local._adopt import adopt_stack
 from sreforge_deployer.local._cleanup import alive, down_owned, down_recorded
 from sreforge_deployer.local._stack import LocalStack
 from sreforge_deployer.local._state import read_record
 from sreforge_deployer.local._teardown import leftovers
 
-__all__ = ["LocalCheckout", "LocalTopologies", "LocalTopology"]
-
-T = TypeVar("T")
-
-
-def stack_for(make: Callable[..., T], event: RunRequested, settings: DeployerSettings) -> T:
-    """The run's stack of kind `make` (`LocalStack`, `ComposeStack`: one constructor
-    signature), described from its RunRequested and the deployer's settings."""
-    return make(
-        find_scenario_dir(settings.use_cases, event.scenario),
-        time_scale=event.time_scale,
-        run_id=event.run_id,
-        webhook_url=settings.alert_webhook_base,
-        webhook_route=event.alert_route,
-        webhook_token_file=settings.alert_token_file,
-        settings=settings,
-    )
-
-
-def _guarded(call: Callable[[], T]) -> T:
-    try:
-        return call()
-    except DeployerError:
-        raise
-    except Exception as error:  # the boundary: whatever else broke, as the package's error
-        raise TopologyFault(error) from error
+__all__ = ["LocalTopologies", "LocalTopology"]
 
 
 class LocalTopology:
@@ -80,7 +46,7 @@ class LocalTopology:
 
         A stack already up (adopted, or up before an attempt failed): its facts only."""
         stack = self.stack
-        endpoints = stack.endpoints if self.adopted or stack.pgids() else _guarded(stack.up)
+        endpoints = stack.endpoints if self.adopted or stack.pgids() else guarded(stack.up)
         assert stack.workspace is not None
         return StackFacts(
             stack=stack.spec.name,
@@ -97,14 +63,14 @@ class LocalTopology:
         A stack armed before (adopted, or by an attempt that failed): what it recorded."""
         stack = self.stack
         armed = stack.armed_at is not None and stack.base_commit
-        base_commit = stack.base_commit if armed else _guarded(stack.arm)
+        base_commit = stack.base_commit if armed else guarded(stack.arm)
         assert base_commit is not None
         assert stack.armed_at is not None
         return ArmFacts(stack.armed_at, base_commit, stack.fault_commit, stack.setup)
 
     def redeploy(self) -> None:
         """Restart the service behind the scenario's readiness gate."""
-        _guarded(lambda: self.stack.redeploy(self.service))
+        guarded(lambda: self.stack.redeploy(self.service))
 
     def ci_target(self) -> CiTarget | None:
         """The workspace and base commit once the stack is up."""
@@ -120,44 +86,6 @@ class LocalTopology:
     def down(self) -> list[str]:
         """Tear down and verify; what is left."""
         return down_owned(self.stack, self.stack.run_dir)
-
-
-class LocalCheckout:
-    """CI and the merge on a clone of a local run workspace (`CiCheckout`)."""
-
-    def __init__(self, checkout: CiCheckout, target: CiTarget, settings: DeployerSettings):
-        self.checkout = checkout
-        self._target = target
-        self._settings = settings
-
-    def gate(self, diff: str) -> CiRun:
-        """The scenario's CI test sets on the submission, jailed."""
-        settings = self._settings
-
-        def run() -> CiRun:
-            protection = ci_protection(settings.use_cases, self._target.scenario_id)
-            return self.checkout.run(
-                diff,
-                settings.python,
-                settings.ci_timeout_seconds,
-                settings.ci_output_max_chars,
-                protection,
-            )
-
-        return _guarded(run)
-
-    def prepare(self, diff: str) -> str | None:
-        """The submission's tree id, None when it does not apply."""
-        tree, _ = _guarded(lambda: self.checkout.prepare(diff))
-        return tree
-
-    def merge(self, tree: str) -> None:
-        """Merge `tree` into the workspace's main and check it out."""
-        _guarded(lambda: merge_and_checkout(self.checkout, tree))
-
-    def close(self) -> None:
-        """Remove the clone."""
-        self.checkout.close()
 
 
 class LocalTopologies:
@@ -176,7 +104,7 @@ class LocalTopologies:
     def open(self, event: RunRequested) -> LocalTopology:
         """The run's `LocalStack`, not started."""
         settings = self.settings
-        return LocalTopology(_guarded(lambda: stack_for(LocalStack, event, settings)))
+        return LocalTopology(guarded(lambda: stack_for(LocalStack, event, settings)))
 
     def adopt(self, run_id: str) -> LocalTopology:
         """Take over the run's stack from its state file (its deployer has stopped)."""
@@ -198,13 +126,11 @@ class LocalTopologies:
                 webhook_token_file=settings.alert_token_file,
             )
 
-        return LocalTopology(_guarded(build), adopted=True)
+        return LocalTopology(guarded(build), adopted=True)
 
-    def checkout(self, target: CiTarget, *, confined: bool) -> LocalCheckout:
-        """A clone of the run workspace at its base commit."""
-        confinement = confinement_for(self.settings.bwrap_path) if confined else None
-        checkout = CiCheckout(target.workspace, target.base_commit, confinement)
-        return LocalCheckout(checkout, target, self.settings)
+    def checkout(self, target: CiTarget, *, confined: bool) -> HostCheckout:
+        """A clone of the run workspace at its base commit (the gate's, on the host)."""
+        return host_checkout(target, self.settings, confined=confined)
 
     def down_elsewhere(self, run_id: str) -> list[str]:
         """Tear down from the run's state file (a stack another process started)."""

@@ -36,6 +36,7 @@ from sreforge_deployer._process import (
     stop_groups,
 )
 from sreforge_deployer._render import RenderedObservability
+from sreforge_deployer._run import remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import (
     ComponentSpec,
@@ -49,7 +50,7 @@ from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
 from sreforge_deployer.local._state import StackRecord, live_groups
-from sreforge_deployer.local._teardown import TeardownReport, leftovers, remove_run_dir
+from sreforge_deployer.local._teardown import TeardownReport, leftovers
 
 __all__ = ["LocalStack", "StackEndpoints", "TeardownReport"]
 
@@ -278,7 +279,11 @@ class LocalStack:
 
     def processes(self) -> list[psutil.Process]:
         """Every live process of the stack (all members of all its groups)."""
-        return [proc for pgid in self.pgids().values() for proc in group_members(pgid)]
+        return [proc for procs in self.component_processes().values() for proc in procs]
+
+    def component_processes(self) -> dict[str, list[psutil.Process]]:
+        """Each running component's live processes (every member of its group)."""
+        return {name: group_members(pgid) for name, pgid in self.pgids().items()}
 
     def _settle(self, since: float) -> None:
         if self.rendered is not None and PROMETHEUS in self._components:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -14,13 +13,13 @@ import psutil
 from sreforge_deployer._errors import DeployerError, TeardownIncompleteError
 from sreforge_deployer._ports import listening_ports, reap_stale_lease
 from sreforge_deployer._process import groups_members, stop_group
+from sreforge_deployer._run import remove_run_dir
 from sreforge_deployer.local._state import GroupRecord, StackRecord, list_records, read_record
 
 __all__ = [
     "TeardownReport",
     "leftovers",
     "list_stacks",
-    "remove_run_dir",
     "teardown_record",
     "teardown_run",
 ]
@@ -51,11 +50,6 @@ def leftovers(groups: dict[str, int], ports: dict[str, int], run_dir: Path | Non
     if run_dir is not None and run_dir.exists():
         found.append(f"run directory {run_dir}")
     return found
-
-
-def remove_run_dir(run_dir: Path) -> None:
-    """Delete the run dir; tolerate it being gone already."""
-    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def teardown_record(record: StackRecord, *, timeout_seconds: float = 30.0) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,10 +37,9 @@ from sreforge_deployer._observability import go_runtime_env, settle_past_windows
 from sreforge_deployer._ports import PortAllocator, PortLease
 from sreforge_deployer._process import run_once
 from sreforge_deployer._render import RenderedObservability, render_observability
-from sreforge_deployer._run import remove_run_dir
+from sreforge_deployer._run import RunIdentity, remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import ComponentSpec, load_scenario_setup, load_stack_spec
-from sreforge_deployer._token import read_or_create_token
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
@@ -66,21 +64,23 @@ class ComposeStack:
         webhook_token_file: Path | None = None,
         settings: DeployerSettings | None = None,
     ) -> None:
-        if not 0 < time_scale <= 1:
-            raise ValueError(f"time_scale must be in (0, 1], got {time_scale}")
+        self.settings = settings or DeployerSettings()
+        self.identity = RunIdentity.describe(
+            self.settings,
+            time_scale=time_scale,
+            run_id=run_id,
+            webhook_url=webhook_url,
+            webhook_route=webhook_route,
+            webhook_token_file=webhook_token_file,
+        )
         self.setup = load_scenario_setup(scenario_dir)
         self.spec = load_stack_spec(self.setup.stack_dir)
-        self.settings = settings or DeployerSettings()
         self.time_scale = time_scale
-        self.run_id = run_id or f"run-{secrets.token_hex(4)}"
-        self.run_dir = self.settings.runs_root / self.run_id
+        self.run_id = self.identity.run_id
+        self.run_dir = self.identity.run_dir
         self.project = ComposeProject(project_name(self.run_id), self.run_dir / "compose.yaml")
-        self.webhook_route = webhook_route or secrets.token_hex(12)
-        self.webhook_token = (
-            read_or_create_token(webhook_token_file)
-            if webhook_token_file
-            else secrets.token_urlsafe(32)
-        )
+        self.webhook_route = self.identity.webhook_route
+        self.webhook_token = self.identity.webhook_token
         self._webhook_base = webhook_url
         self._leases: dict[str, PortLease] = {}
         self._relay_lease: PortLease | None = None
@@ -95,9 +95,7 @@ class ComposeStack:
 
     def up(self) -> StackEndpoints:
         """Workspace, seed, image, then every container, health-gated and scraped."""
-        if self.run_dir.exists():
-            raise DeployerError(f"run dir {self.run_dir} already exists (run id reused?)")
-        self.run_dir.mkdir(parents=True, mode=0o700)
+        self.identity.make_run_dir()
         try:
             self._lease_ports()
             self._record().write()
@@ -110,7 +108,7 @@ class ComposeStack:
             for name in (*_OBSERVABILITY, *(c.name for c in self.spec.components)):
                 self._wait_healthy(name)
             jobs = {c.job for c in self.spec.components if c.job}
-            log = self.run_dir / "logs" / f"{PROMETHEUS}.log"
+            log = self.identity.layout.logs / f"{PROMETHEUS}.log"
             wait_scraped(self.url(PROMETHEUS), jobs, self.settings.scrape_timeout_seconds, log)
         except BaseException as error:
             leftovers = self.down()
@@ -234,7 +232,7 @@ class ComposeStack:
         self.base_commit = self.workspace.head()
 
     def _seed(self) -> None:
-        (self.run_dir / "data").mkdir(exist_ok=True)
+        self.identity.layout.data.mkdir(exist_ok=True)
         launch = self._wiring().seed_launch()  # on the host, before any agent code exists
         if launch is not None:
             run_once(launch)
@@ -250,7 +248,7 @@ class ComposeStack:
         return StackImage(self.spec.root, settings.compose_wheels, binaries, settings.port_lock_dir)
 
     def _render_observability(self) -> None:
-        obs = self.run_dir / "observability"
+        obs = self.identity.layout.observability
         for name in _OBSERVABILITY:
             (obs / name).mkdir(parents=True)
         token_file = obs / "webhook.token"
@@ -308,7 +306,7 @@ class ComposeStack:
                     if client.get(url).status_code == 200:
                         return
                 time.sleep(0.2)
-        log = self.run_dir / "logs" / f"{name}.log"
+        log = self.identity.layout.logs / f"{name}.log"
         log.parent.mkdir(exist_ok=True)
         tail = self.project.logs(name)
         log.write_text(tail)

@@ -19,6 +19,7 @@ from sreforge_confine import Endpoint, parse_host_port
 from sreforge_deployer._confine import JAIL_HOME, confine, confinement_for, service_jail
 from sreforge_deployer._errors import StackSpecError
 from sreforge_deployer._process import LaunchSpec, resolve_binary
+from sreforge_deployer._run import RunLayout
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import WORKSPACE_CWD, ComponentSpec, ScenarioSetup, StackSpec
 
@@ -43,17 +44,17 @@ class Wiring:
     @property
     def workspace_dir(self) -> Path:
         """The run's git workspace (the service runs from it)."""
-        return self.run_dir / "workspace"
+        return RunLayout(self.run_dir).workspace
 
     @property
     def data_dir(self) -> Path:
         """The run's data (the service's SQLite file): the one folder the service may write."""
-        return self.run_dir / "data"
+        return RunLayout(self.run_dir).data
 
     @property
     def log_dir(self) -> Path:
         """Where every component's log file goes."""
-        return self.run_dir / "logs"
+        return RunLayout(self.run_dir).logs
 
     def url(self, name: str) -> str:
         """`http://127.0.0.1:<port>` of a component."""

@@ -127,7 +127,7 @@ def _restore(stack: LocalStack, record: StackRecord) -> None:
 def _rendered(stack: LocalStack) -> RenderedObservability:
     """The run's rendered timings (the readiness gate settles on them), rendered again
     into scratch: the run's own files are what its Prometheus reads, left untouched."""
-    obs = stack.run_dir / "observability"
+    obs = stack.identity.layout.observability
     templates = stack.spec.root / stack.spec.observability
     with tempfile.TemporaryDirectory(prefix="adopt-") as scratch:
         receiver = stack.webhook_url or "http://127.0.0.1:9/"  # timings do not depend on it

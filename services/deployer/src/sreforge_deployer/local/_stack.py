@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +35,7 @@ from sreforge_deployer._process import (
     stop_groups,
 )
 from sreforge_deployer._render import RenderedObservability
-from sreforge_deployer._run import remove_run_dir
+from sreforge_deployer._run import RunIdentity, remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import (
     ComponentSpec,
@@ -45,7 +44,6 @@ from sreforge_deployer._spec import (
     load_scenario_setup,
     load_stack_spec,
 )
-from sreforge_deployer._token import read_or_create_token
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
@@ -77,24 +75,22 @@ class LocalStack:
         webhook_token_file: Path | None = None,
         settings: DeployerSettings | None = None,
     ) -> None:
-        if not 0 < time_scale <= 1:
-            raise ValueError(f"time_scale must be in (0, 1], got {time_scale}")
+        self.settings = settings or DeployerSettings()
+        self.identity = RunIdentity.describe(
+            self.settings,
+            time_scale=time_scale,
+            run_id=run_id,
+            webhook_url=webhook_url,
+            webhook_route=webhook_route,
+            webhook_token_file=webhook_token_file,
+        )
         self.setup: ScenarioSetup = load_scenario_setup(scenario_dir)
         self.spec: StackSpec = load_stack_spec(self.setup.stack_dir)
-        self.settings = settings or DeployerSettings()
         self.time_scale = time_scale
-        self.run_id = run_id or f"run-{secrets.token_hex(4)}"
-        self.run_dir = self.settings.runs_root / self.run_id
-        self.webhook_route = webhook_route or secrets.token_hex(12)
-        # A shared token file (the trigger's) is read by Alertmanager as is; without one
-        # the stack mints its own token into the run dir.
-        self.webhook_token_file = webhook_token_file
-        self.webhook_token = (
-            read_or_create_token(webhook_token_file)
-            if webhook_token_file
-            else secrets.token_urlsafe(32)
-        )
-        self._webhook_base = webhook_url
+        self.run_id = self.identity.run_id
+        self.run_dir = self.identity.run_dir
+        self.webhook_route = self.identity.webhook_route
+        self.webhook_token = self.identity.webhook_token
         self._leases: dict[str, PortLease] = {}
         self._components: dict[str, Component] = {}
         self._runtime_env: dict[str, str] = {}
@@ -117,9 +113,7 @@ class LocalStack:
     def up(self) -> StackEndpoints:
         """Build the workspace, seed, start every component health-gated; return endpoints."""
         self._preflight()
-        if self.run_dir.exists():
-            raise DeployerError(f"run dir {self.run_dir} already exists (run id reused?)")
-        self.run_dir.mkdir(parents=True, mode=0o700)
+        self.identity.make_run_dir()
         try:
             self._lease_ports()
             self._record().write()
@@ -258,9 +252,7 @@ class LocalStack:
     @property
     def webhook_url(self) -> str | None:
         """The per-run opaque route Alertmanager posts to (None without a receiver)."""
-        if self._webhook_base is None:
-            return None
-        return f"{self._webhook_base.rstrip('/')}/{self.webhook_route}"
+        return self.identity.webhook_url
 
     @property
     def endpoints(self) -> StackEndpoints:
@@ -317,7 +309,7 @@ class LocalStack:
         self.base_commit = self.built_commit = self.workspace.head()
 
     def _seed(self) -> None:
-        (self.run_dir / "data").mkdir(exist_ok=True)
+        self.identity.layout.data.mkdir(exist_ok=True)
         launch = self._wiring().seed_launch()
         if launch is not None:
             run_once(launch)
@@ -346,7 +338,7 @@ class LocalStack:
         return next(found, self.settings.stop_timeout_seconds)
 
     def _start_observability(self) -> None:
-        obs, wiring = self.run_dir / "observability", self._wiring()
+        obs, wiring = self.identity.layout.observability, self._wiring()
         templates = self.spec.root / self.spec.observability
         receiver = self.webhook_url or _NO_RECEIVER
         self.rendered = render_run_observability(
@@ -357,7 +349,7 @@ class LocalStack:
 
     def _wait_scraped(self) -> None:
         jobs = {c.job for c in self.spec.components if c.job}
-        log = self.run_dir / "logs" / f"{PROMETHEUS}.log"
+        log = self.identity.layout.logs / f"{PROMETHEUS}.log"
         wait_scraped(self.url(PROMETHEUS), jobs, self.settings.scrape_timeout_seconds, log)
 
     def _record(self) -> StackRecord:

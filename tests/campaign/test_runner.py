@@ -154,3 +154,23 @@ async def test_ctrl_c_drains_started_runs_and_a_resume_runs_only_the_rest(
     assert {r.time_to_clear_s for r in results if r.agent == "reference"} == {3.0}
     assert (store.path / "summary.json").is_file()
     assert (store.path / "summary.csv").is_file()
+
+
+async def test_a_second_ctrl_c_leaves_at_once_and_writes_no_unfinished_trial(
+    fake_engine: FakeEngine, tmp_path: Path
+) -> None:
+    """Twice Ctrl-C with two runs in flight: the campaign returns without their lines (no
+    record reached it), so both trials are still pending for a resume."""
+    store = CampaignStore(tmp_path / "campaigns", "20261201-190000-fedcba")
+    store.create(SPEC)
+    stream = io.StringIO()
+    task = asyncio.create_task(run_campaign(EngineSettings(), store, SPEC, stream))
+    await _until("two runs in flight", lambda: len(fake_engine.started) == 2)
+    os.kill(os.getpid(), signal.SIGINT)
+    await _until("the stop notice", lambda: "stopping: no new runs" in stream.getvalue())
+    os.kill(os.getpid(), signal.SIGINT)
+    end = await asyncio.wait_for(task, 20)
+    assert end.interrupted
+    assert end.pending == 6
+    assert store.results() == []
+    assert "stopping now" in stream.getvalue()

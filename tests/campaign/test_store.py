@@ -106,9 +106,10 @@ def test_summaries_hold_the_pass_at_k_table(tmp_path: Path) -> None:
 
 
 def test_the_table_and_progress_line_say_what_stands() -> None:
-    """`campaign show`: pass@1 / pass@k / pass^k per row and the A/B line; the progress
+    """`campaign show`: pass@1 / pass@k / pass^k per row in the file's agent order (not
+    the order trials ended in) and the A/B line; the progress
     line: done / running / queued, pass counts so far and an ETA."""
-    results = [_result("ref", 1, "passed", 0.9), _result("noop", 1, "failed", 0.0)]
+    results = [_result("noop", 1, "failed", 0.0), _result("ref", 1, "passed", 0.9)]
     table = format_table("c-1", SPEC, results)
     assert "2/6 trials finished at time scale 0.1 (smoke verdicts)" in table
     head, ref, noop = table.splitlines()[2:5]

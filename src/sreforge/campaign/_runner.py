@@ -25,9 +25,8 @@ from sreforge._run_view import Progress
 from sreforge._settings import EngineSettings
 from sreforge.campaign._admission import Admission, available_memory_mb
 from sreforge.campaign._outcome import result_of
-from sreforge.campaign._show import format_progress, summary
+from sreforge.campaign._show import format_progress, groups_of, summary
 from sreforge.campaign._spec import CampaignSpec
-from sreforge.campaign._stats import summarise
 from sreforge.campaign._store import CampaignStore, Result, TrialKey, pending_trials
 
 __all__ = ["CampaignEnd", "run_campaign"]
@@ -78,7 +77,7 @@ async def run_campaign(
     )  # fmt: skip
     stop = _Stop()
     running: dict[asyncio.Task[Result], TrialKey] = {}
-    walls: list[float] = []
+    walls = [r.wall_s for r in results if r.wall_s is not None and r.verdict != "error"]
     null = open(os.devnull, "w")  # noqa: ASYNC230, SIM115 -- a sink for each trial's phase lines
     with _on_sigint(lambda: stop.signalled(stream, len(running))), null:
         async with engine_session(settings, client="sreforge-campaign") as engine:
@@ -141,9 +140,7 @@ def _ended_line(result: Result) -> str:
 
 
 def _write_summaries(store: CampaignStore, spec: CampaignSpec, results: list[Result]) -> None:
-    standing = [r for r in {r.key: r for r in results}.values() if r.verdict != "error"]
-    rows = summarise(r.for_stats() for r in standing)
-    store.write_summaries(summary(store.campaign_id, spec, results), rows)
+    store.write_summaries(summary(store.campaign_id, spec, results), groups_of(spec, results))
 
 
 @contextlib.contextmanager

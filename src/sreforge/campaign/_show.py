@@ -11,12 +11,26 @@ from sreforge.campaign._spec import CampaignSpec
 from sreforge.campaign._stats import COUNTED, Comparison, GroupStats, compare, summarise
 from sreforge.campaign._store import Result, finished_keys, planned_trials
 
-__all__ = ["format_progress", "format_table", "summary"]
+__all__ = ["format_progress", "format_table", "groups_of", "summary"]
 
 
 def _last(results: Sequence[Result]) -> list[Result]:
     """The standing result of each trial (the last line written for it)."""
     return list({result.key: result for result in results}.values())
+
+
+def groups_of(spec: CampaignSpec, results: Sequence[Result]) -> list[GroupStats]:
+    """The statistics of each agent x scenario, in the file's order (agents, then
+    scenarios), over the trials that stand and did not end `error`."""
+    standing = [r for r in _last(results) if r.verdict != "error"]
+    rows = summarise(r.for_stats() for r in standing)
+    agents, scenarios = list(spec.agents), list(spec.scenarios)
+
+    def place(row: GroupStats) -> tuple[int, int]:
+        known = row.agent in agents and row.scenario in scenarios
+        return (agents.index(row.agent), scenarios.index(row.scenario)) if known else (-1, -1)
+
+    return sorted(rows, key=place)
 
 
 def _comparisons(spec: CampaignSpec, rows: Sequence[GroupStats]) -> list[Comparison]:
@@ -27,8 +41,7 @@ def _comparisons(spec: CampaignSpec, rows: Sequence[GroupStats]) -> list[Compari
 def summary(campaign_id: str, spec: CampaignSpec, results: Sequence[Result]) -> dict[str, Any]:
     """`summary.json`: the spec, how far the campaign got, one group per agent x scenario
     and an A/B comparison of every pair of agents."""
-    standing = [r for r in _last(results) if r.verdict != "error"]
-    rows = summarise(r.for_stats() for r in standing)
+    rows = groups_of(spec, results)
     groups = []
     for row in rows:
         group = asdict(row)
@@ -51,8 +64,7 @@ def summary(campaign_id: str, spec: CampaignSpec, results: Sequence[Result]) -> 
 
 def format_table(campaign_id: str, spec: CampaignSpec, results: Sequence[Result]) -> str:
     """The terminal table: one line per agent x scenario, then the A/B comparisons."""
-    standing = [r for r in _last(results) if r.verdict != "error"]
-    rows = summarise(r.for_stats() for r in standing)
+    rows = groups_of(spec, results)
     k = spec.pass_k
     head = (
         "agent", "scenario", "n", "passed", "pass@1", f"pass@{k}", f"pass^{k}",

@@ -147,11 +147,17 @@ def test_time_to_clear_and_usage_are_read_from_what_the_run_left() -> None:
 
 
 def test_a_trial_without_a_record_is_an_error_line_to_retry() -> None:
-    """A run that never got a record (refused, no answer, deadline) is `error`, naming why."""
+    """A run that never got a record (no answer, deadline) is `error`, naming why; one that
+    `run.start` refused is `aborted` (not graded), a CI rejection stays `rejected`."""
     key = TrialKey("ref", "s1", 1)
     refused = result_of(key, Outcome(None, "rejected", reason="agent not allowed"), 0.4)
     assert refused.verdict == "error"
-    assert refused.reason == "no record (rejected): agent not allowed"
+    assert refused.reason == "no record (aborted): run.start refused: agent not allowed"
+    recorded_refusal = Outcome("run-0", "rejected", reason="no scenario 'x'", record="/r.json")
+    line = result_of(key, recorded_refusal, 0.4)
+    assert (line.verdict, line.reason) == ("aborted", "run.start refused: no scenario 'x'")
+    ci_red = Outcome("run-2", "rejected", score=_score("x", False), record="/r.json")
+    assert result_of(key, ci_red, 1.0).verdict == "rejected", "a CI rejection is graded"
     recorded = Outcome("run-1", "failed", score=_score("x", False), record="/nowhere/record.json")
     line = result_of(key, recorded, 61.23)
     assert (line.verdict, line.score, line.wall_s, line.tokens) == ("failed", 0.8, 61.2, None)

@@ -70,22 +70,32 @@ def campaign_command(args: argparse.Namespace) -> int:
         if args.target == "show":
             return _show(store, as_json=args.json)
         stored = store.spec()
-        spec = CampaignSpec.model_validate(stored.model_dump() | _set(_overrides(args)))
-        return _run(store, spec)
+        merged = stored.model_dump() | _set(_overrides(args))
+        try:
+            spec = CampaignSpec.model_validate(merged)
+        except ValueError as error:
+            raise CampaignError(f"campaign {store.campaign_id}: {error}") from None
+        return _run(store, _same_run_conditions(store, spec))
     if args.campaign_id is not None:
         raise CampaignError(f"unexpected {args.campaign_id!r}: did you mean --resume ID?")
     spec = load_spec(Path(args.target), _overrides(args))
     if args.resume is None:
         return _run(CampaignStore(root, new_campaign_id()), spec)
     store = CampaignStore(root, args.resume)
+    return _run(store, _same_run_conditions(store, spec))
+
+
+def _same_run_conditions(store: CampaignStore, spec: CampaignSpec) -> CampaignSpec:
+    """`spec`, if it runs under the stored spec's time scale and topology (a resume may
+    add trials, agents or scenarios, never mix conditions)."""
     stored = store.spec()
     for name in _SAME_ON_RESUME:
         if getattr(stored, name) != getattr(spec, name):
             raise CampaignError(
-                f"{name}: campaign {args.resume} ran at {getattr(stored, name)!r}, the file "
-                f"says {getattr(spec, name)!r}; a resume must not mix them"
+                f"{name}: campaign {store.campaign_id} ran at {getattr(stored, name)!r}, "
+                f"this resume asks for {getattr(spec, name)!r}; a resume must not mix them"
             )
-    return _run(store, spec)
+    return spec
 
 
 def _set(values: dict[str, Any]) -> dict[str, Any]:
@@ -93,6 +103,8 @@ def _set(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run(store: CampaignStore, spec: CampaignSpec) -> int:
+    from sreforge_bus import BusError
+
     from sreforge._logging import configure_logging
     from sreforge._settings import EngineSettings
     from sreforge.campaign._runner import run_campaign
@@ -101,7 +113,10 @@ def _run(store: CampaignStore, spec: CampaignSpec) -> int:
     settings = EngineSettings()
     configure_logging(settings.log_format, "WARNING")
     store.create(spec)
-    end = asyncio.run(run_campaign(settings, store, spec, sys.stderr))
+    try:
+        end = asyncio.run(run_campaign(settings, store, spec, sys.stderr))
+    except BusError as error:  # e.g. the running engine refused the operator's login
+        raise CampaignError(f"campaign {store.campaign_id}: {error}") from None
     print(format_table(store.campaign_id, spec, store.results()), flush=True)
     if end.interrupted and end.pending:
         print(f"interrupted: resume with `sreforge campaign resume {store.campaign_id}`",

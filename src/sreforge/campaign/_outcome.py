@@ -59,13 +59,17 @@ def _record_usage(record: str | None) -> tuple[int | None, float | None]:
 def result_of(key: TrialKey, outcome: Outcome, wall_s: float) -> Result:
     """The result line of trial `key`, which ended as `outcome` after `wall_s` seconds.
 
-    A trial without a record did not finish (a refused `run.start`, an engine error, no
-    record before the deadline): its line says `error`, and a resume runs it again.
+    A trial without a record did not finish (an unanswered `run.start`, an engine error,
+    no record before the deadline): its line says `error`, and a resume runs it again. A
+    `run.start` the engine refused (an unknown scenario, an agent it does not allow) is
+    `aborted`, as its record says: it graded nothing, and running it again would not help.
     """
     tokens, cost = _record_usage(outcome.record)
     verdict, reason = outcome.verdict, outcome.reason
+    if verdict == "rejected" and outcome.score is None:  # refused at run.start: no grade
+        verdict, reason = "aborted", f"run.start refused: {reason or 'no reason given'}"
     if outcome.record is None:
-        verdict, reason = "error", f"no record ({outcome.verdict}): {reason or 'no reason given'}"
+        verdict, reason = "error", f"no record ({verdict}): {reason or 'no reason given'}"
     return Result(
         agent=key.agent,
         scenario=key.scenario,

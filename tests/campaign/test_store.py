@@ -119,6 +119,10 @@ def test_the_table_and_progress_line_say_what_stands() -> None:
     assert "A/B ref - noop: pass rate +1.00" in table
     line = format_progress(SPEC, results, running=2, queued=2, mean_wall_s=60.0, slots=2)
     assert line == "2/6 done, 2 running, 2 queued; passed ref 1/1, noop 0/1; ETA 2m00s"
+    line = format_progress(
+        SPEC, results, running=2, queued=2, mean_wall_s=60.0, slots=2, stopping=True
+    )
+    assert line == "2/6 done, 2 running, 2 left for a resume; passed ref 1/1, noop 0/1; ETA 1m00s"
 
 
 def _score(detail: str, satisfied: bool = True) -> OracleScore:

@@ -111,6 +111,7 @@ async def run_campaign(
                     line = format_progress(
                         spec, results, running=len(running), queued=len(queue),
                         mean_wall_s=sum(walls) / len(walls) if walls else None, slots=slots,
+                        stopping=stop.draining.is_set(),
                     )  # fmt: skip
                     print(line, file=stream, flush=True)
                 if ended:

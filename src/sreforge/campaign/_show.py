@@ -138,8 +138,10 @@ def format_progress(
     queued: int,
     mean_wall_s: float | None,
     slots: int,
+    stopping: bool = False,
 ) -> str:
-    """`12/20 done, 5 running, 3 queued; passed reference 6/6, noop 0/6; ETA 2m10s`."""
+    """`12/20 done, 5 running, 3 queued; passed reference 6/6, noop 0/6; ETA 2m10s`;
+    once stopping, the queued trials are `left for a resume` and the ETA is the drain's."""
     planned = set(planned_trials(spec))
     standing = [r for r in _last(results) if r.key in planned]
     done = sum(r.verdict != "error" for r in standing)
@@ -149,9 +151,11 @@ def format_progress(
         tally.append(f"{agent} {sum(r.verdict == 'passed' for r in mine)}/{len(mine)}")
     eta = "ETA —"
     if mean_wall_s is not None:
-        left = mean_wall_s * (running + queued) / max(1, min(slots, running + queued))
+        todo = running + (0 if stopping else queued)
+        left = mean_wall_s * todo / max(1, min(slots, todo))
         eta = f"ETA {int(left // 60)}m{int(left % 60):02d}s"
     return (
-        f"{done}/{len(planned)} done, {running} running, {queued} queued; "
+        f"{done}/{len(planned)} done, {running} running, "
+        f"{queued} {'left for a resume' if stopping else 'queued'}; "
         f"passed {', '.join(tally)}; {eta}"
     )

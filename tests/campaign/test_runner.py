@@ -175,3 +175,25 @@ async def test_a_second_ctrl_c_leaves_at_once_and_writes_no_unfinished_trial(
     assert end.pending == 6
     assert store.results() == []
     assert "stopping now" in stream.getvalue()
+
+
+async def test_a_trial_whose_follow_fails_is_an_error_line_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Following one run raising (a bug, a lost connection) gives that trial an `error`
+    line naming it, so the campaign carries on with the others and a resume retries it."""
+    from sreforge._engine import RunningEngine
+    from sreforge._run_cli import Trial
+    from sreforge._run_view import Progress
+    from sreforge.campaign._runner import _one
+    from sreforge.campaign._store import TrialKey
+
+    async def broken(self: Trial, engine: RunningEngine) -> None:
+        raise RuntimeError("connection lost")
+
+    monkeypatch.setattr(Trial, "run", broken)
+    trial = Trial("latency-cache-stampede", "noop", 0.1, Progress(io.StringIO()))
+    result = await _one(RunningEngine(bus=None), trial, TrialKey("noop", "s", 1))  # type: ignore[arg-type]
+    assert result.verdict == "error"
+    assert result.reason is not None
+    assert "following the run failed: RuntimeError('connection lost')" in result.reason

@@ -21,7 +21,7 @@ from typing import TextIO
 
 from sreforge._engine import RunningEngine
 from sreforge._run_cli import Trial, engine_session
-from sreforge._run_view import Progress
+from sreforge._run_view import Outcome, Progress
 from sreforge._settings import EngineSettings
 from sreforge.campaign._admission import Admission, available_memory_mb
 from sreforge.campaign._outcome import result_of
@@ -93,7 +93,7 @@ async def run_campaign(
                     trial = Trial(key.scenario, key.agent, spec.time_scale, Progress(null),
                                   spec.topology)  # fmt: skip
                     running[asyncio.create_task(_one(engine, trial, key))] = key
-                if engine.crashed() is not None and not running:
+                if not running:  # nothing admitted: the engine is gone (or a Ctrl-C came)
                     break
                 ended, _ = await asyncio.wait(running, timeout=_TICK_S)
                 if stop.now.is_set():
@@ -126,8 +126,13 @@ async def run_campaign(
 
 
 async def _one(engine: RunningEngine, trial: Trial, key: TrialKey) -> Result:
+    """One trial's result; a failure of the follow itself is an `error` line (retried on
+    resume), never the end of the campaign with other runs still in flight."""
     started = time.monotonic()
-    outcome = await trial.run(engine)
+    try:
+        outcome = await trial.run(engine)
+    except Exception as error:  # any failure of one trial is that trial's
+        outcome = Outcome(None, "error", reason=f"following the run failed: {error!r}")
     return result_of(key, outcome, time.monotonic() - started)
 
 

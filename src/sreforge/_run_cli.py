@@ -62,7 +62,7 @@ from sreforge._run_view import (
 )
 from sreforge._settings import EngineSettings
 
-__all__ = ["add_run_command", "run_command"]
+__all__ = ["Trial", "add_run_command", "engine_session", "run_command"]
 
 _REPLY_TIMEOUT_S = 15.0
 
@@ -110,7 +110,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the trials and return the exit code (the worst trial's)."""
     settings = EngineSettings()
     configure_logging(settings.log_format, "WARNING")
-    trial = _Trial(args.scenario, args.agent, args.time_scale, Progress(sys.stderr), args.topology)
+    trial = Trial(args.scenario, args.agent, args.time_scale, Progress(sys.stderr), args.topology)
     try:
         outcomes = asyncio.run(_trials(settings, trial, args.trials, as_json=args.json))
     except BusError as error:
@@ -123,10 +123,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 async def _trials(
-    settings: EngineSettings, trial: _Trial, count: int, *, as_json: bool
+    settings: EngineSettings, trial: Trial, count: int, *, as_json: bool
 ) -> list[Outcome]:
     outcomes: list[Outcome] = []
-    async with _engine(settings) as engine:
+    async with engine_session(settings, client="sreforge-run") as engine:
         for number in range(1, count + 1):
             if count > 1:
                 print(f"trial {number}/{count}", file=sys.stderr, flush=True)
@@ -137,11 +137,14 @@ async def _trials(
 
 
 @contextlib.asynccontextmanager
-async def _engine(settings: EngineSettings) -> AsyncIterator[RunningEngine]:
+async def engine_session(settings: EngineSettings, *, client: str) -> AsyncIterator[RunningEngine]:
+    """The engine to submit runs to: the running one (`SREFORGE_NATS_URL`, or the one
+    `sreforge up` advertises), joined as the operator named `client`; else the embedded
+    engine, in this process for the block's duration."""
     url = settings.nats_url or advertised_url(settings)
     if url is not None:
         credential = operator_credential(settings)
-        bus = await connect(url, name="sreforge-run", credential=credential, connect_timeout=5.0)
+        bus = await connect(url, name=client, credential=credential, connect_timeout=5.0)
         try:
             yield RunningEngine(bus)  # no tasks: the engine runs elsewhere
         finally:
@@ -156,7 +159,9 @@ async def _engine(settings: EngineSettings) -> AsyncIterator[RunningEngine]:
 
 
 @dataclass
-class _Trial:
+class Trial:
+    """One run of `scenario` by `agent`: submitted on `run.start`, followed to its record."""
+
     scenario: str
     agent: str
     time_scale: float
@@ -164,6 +169,7 @@ class _Trial:
     topology: TopologyName = "local"
 
     async def run(self, engine: RunningEngine) -> Outcome:
+        """Submit the run and follow it until its record (or its deadline)."""
         self.progress.restart()
         request = RunStart(
             scenario=self.scenario,

@@ -203,7 +203,9 @@ class LocalTopologies:
     def checkout(self, target: CiTarget, *, confined: bool) -> LocalCheckout:
         """A clone of the run workspace at its base commit."""
         confinement = confinement_for(self.settings.bwrap_path) if confined else None
-        checkout = CiCheckout(target.workspace, target.base_commit, confinement)
+        checkout = CiCheckout(
+            target.workspace, target.base_commit, confinement, run_id=target.run_id
+        )
         return LocalCheckout(checkout, target, self.settings)
 
     def down_elsewhere(self, run_id: str) -> list[str]:

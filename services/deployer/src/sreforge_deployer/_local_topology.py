@@ -15,7 +15,7 @@ from sreforge_contracts import RunRequested
 
 from sreforge_deployer._adopt import adopt_stack
 from sreforge_deployer._ci import CiCheckout, CiRun, merge_and_checkout
-from sreforge_deployer._cleanup import alive, down_owned, down_recorded
+from sreforge_deployer._cleanup import down_owned, down_recorded
 from sreforge_deployer._confine import confinement_for
 from sreforge_deployer._errors import DeployerError, StackLostError, TopologyFault
 from sreforge_deployer._handlers import (
@@ -26,7 +26,7 @@ from sreforge_deployer._handlers import (
 )
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._stack import LocalStack
-from sreforge_deployer._state import read_record
+from sreforge_deployer._state import owner_alive, read_record
 from sreforge_deployer._teardown import leftovers
 from sreforge_deployer._topology import CiTarget
 
@@ -186,7 +186,7 @@ class LocalTopologies:
             record = read_record(settings.runs_root / run_id)
             if record is None:
                 raise StackLostError(f"run {run_id}: no stack state under {settings.runs_root}")
-            if record.owner_pid != os.getpid() and alive(record.owner_pid):
+            if record.owner_pid != os.getpid() and owner_alive(record):
                 raise StackLostError(
                     f"run {run_id}: its stack is held by live process {record.owner_pid}"
                 )

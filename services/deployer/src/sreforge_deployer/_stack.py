@@ -44,7 +44,7 @@ from sreforge_deployer._spec import (
     load_scenario_setup,
     load_stack_spec,
 )
-from sreforge_deployer._state import StackRecord, live_groups
+from sreforge_deployer._state import StackRecord, live_groups, own_start_time
 from sreforge_deployer._teardown import TeardownReport, leftovers, remove_run_dir
 from sreforge_deployer._token import read_or_create_token
 from sreforge_deployer._topology import StackEndpoints
@@ -362,6 +362,7 @@ class LocalStack:
             scenario_id=self.setup.scenario_id,
             run_dir=self.run_dir,
             owner_pid=os.getpid(),
+            owner_started_at=own_start_time(),
             time_scale=self.time_scale,
             port_lock_dir=self.settings.port_lock_dir,
             ports=self.ports,

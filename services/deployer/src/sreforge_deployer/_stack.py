@@ -26,7 +26,7 @@ from sreforge_deployer._observability import (
     settle_past_windows,
     wait_scraped,
 )
-from sreforge_deployer._ports import PortAllocator, PortLease
+from sreforge_deployer._ports import PortAllocator, PortLease, wait_bindable
 from sreforge_deployer._process import (
     Component,
     LaunchSpec,
@@ -331,6 +331,8 @@ class LocalStack:
         survivors = old.stop(self._stop_timeout(name))
         if survivors:
             raise DeployerError(f"component {name!r}: pids {survivors} survived SIGKILL")
+        if old.spec.port is not None:  # a loaded machine can take a while to free it
+            wait_bindable(old.spec.port, self._stop_timeout(name))
         if name in (PROMETHEUS, ALERTMANAGER):
             self._start(old.spec)
         else:

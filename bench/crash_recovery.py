@@ -81,7 +81,7 @@ def main() -> int:
             landed = hit is not None and hit.landed
             back = hit.back_s if hit else None
             rows.append((fault.name, outcome.run.wall_s, control, _verdict(outcome), landed, back))
-            print(f"done: {fault.name}", file=sys.stderr, flush=True)
+            print(f"done: {rows[-1]}", file=sys.stderr, flush=True)  # kept if a later wave hangs
     print(f"{'case':<22} {'wall s':>7} {'control s':>9} {'extra s':>8} {'phase end s':>11} "
           f"{'landed':<6} verdict")  # fmt: skip
     worst = 0.0

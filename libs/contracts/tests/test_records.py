@@ -26,7 +26,7 @@ T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 def test_record_round_trips_through_json(record: RunRecord) -> None:
     """What the recorder writes, a reader reads back unchanged."""
     assert parse_run_record(record.model_dump_json()) == record
-    assert record.record_version == RECORD_VERSION == "1.1.0"
+    assert record.record_version == RECORD_VERSION == "1.2.0"
     assert record.kind == "run-record"
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from sreforge_deployer import PortAllocator, PortUnavailableError
-from sreforge_deployer._ports import ensure_free
+from sreforge_deployer._ports import ensure_free, wait_bindable
 
 
 def test_leases_are_distinct_and_bindable(tmp_path: Path) -> None:
@@ -94,3 +95,20 @@ def test_listening_ports_sees_a_listener_until_it_closes() -> None:
             return  # no IPv6 loopback on this machine
         six.listen()
         assert listening_ports({six.getsockname()[1]}) == {six.getsockname()[1]}
+
+
+def test_wait_bindable_returns_once_the_holder_lets_go_or_at_the_deadline() -> None:
+    """A restart waits for the stopped server's port: True once it is released (here by a
+    listener closed from another thread), False when it never is within the deadline."""
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    port = squatter.getsockname()[1]
+    assert not wait_bindable(port, 0.2)
+    released = threading.Timer(0.3, squatter.close)
+    released.start()
+    try:
+        assert wait_bindable(port, 10)
+    finally:
+        released.cancel()
+        squatter.close()

@@ -6,6 +6,7 @@ stack, exercised by `test_bus_deployer.py`); `MemoryClaims` stands in for the KV
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from sreforge_deployer import (
 from sreforge_deployer._ledger import HolderState
 from sreforge_deployer._saga import Saga, Step
 from sreforge_deployer._spec import load_scenario_setup
-from sreforge_deployer.gate import CiRun
+from sreforge_deployer.gate import CiCheckout, CiRun, ci_clones
 
 from .conftest import TINY_SCENARIOS
 
@@ -152,6 +153,7 @@ class FakeTopologies:
 
     topology: FakeTopology = field(default_factory=FakeTopology)
     checkouts: list[FakeCheckout] = field(default_factory=list)
+    targets: list[CiTarget] = field(default_factory=list)
     gate_run: CiRun | DeployerError = GREEN
     fail_open: DeployerError | None = None
     elsewhere: list[str] = field(default_factory=list)
@@ -175,6 +177,7 @@ class FakeTopologies:
     def checkout(self, target: CiTarget, *, confined: bool) -> FakeCheckout:
         """A new fake checkout (confined ones are the CI gate's)."""
         self.calls.append(f"checkout confined={confined}")
+        self.targets.append(target)
         self.checkouts.append(FakeCheckout(self.gate_run))
         return self.checkouts[-1]
 
@@ -398,6 +401,33 @@ async def test_green_ci_merges_and_redeploys_then_closes_the_checkout() -> None:
     assert checkout.calls == ["gate", f"merge {'t' * 40}", "close"]
     assert provider.calls == ["checkout confined=True"]
     assert provider.topology.calls[-1] == "redeploy"
+
+
+async def test_ci_clones_are_named_by_run_and_a_left_one_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkout is asked for by run id (its clone is `ci-<run_id>-*`); a clone a
+    deployer killed mid-CI left is removed when CI runs again and at the cleanup."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    provider, claims = FakeTopologies(), MemoryClaims()
+    saga = Saga(provider)
+    await _armed(saga, claims)
+    left = tmp_path / f"ci-{RUN}-killed"
+    (left / "repo").mkdir(parents=True)
+    other = tmp_path / "ci-run-other-1"
+    other.mkdir()
+    await _ci(saga, claims)
+    assert [target.run_id for target in provider.targets] == [RUN]
+    assert not left.exists()
+    assert other.exists()  # another run's clone is not this run's to remove
+    (left / "repo").mkdir(parents=True)
+    await saga.cleanup(_recorded(), claims, LOG)
+    assert not left.exists()
+    assert other.exists()
+    with CiCheckout(tmp_path, "HEAD", run_id=RUN) as checkout:
+        assert ci_clones(RUN) == [checkout.path.parent]
+        assert checkout.path.parent.name.startswith(f"ci-{RUN}-")
+    assert ci_clones(RUN) == []
 
 
 async def test_red_ci_publishes_the_result_and_deploys_nothing() -> None:

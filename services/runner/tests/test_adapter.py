@@ -31,6 +31,7 @@ from sreforge_contracts import (
     parse_event,
 )
 from sreforge_runner import ProbeRecord, RunnerSettings, build_service, claim_key, head_commit
+from sreforge_runner._handoff import MAX_RESTARTS
 
 pytestmark = pytest.mark.integration
 
@@ -242,23 +243,46 @@ async def test_a_runner_restarted_after_the_agent_submitted_submits_what_the_wor
     assert commits_since(workspace, base) == 0  # the reference fix was not applied
 
 
-async def test_a_runner_restarted_before_the_agent_submitted_ends_the_run_as_an_error(
+async def test_a_runner_restarted_before_the_agent_submitted_restarts_the_session(
     runner: Bus, project: Any
 ) -> None:
     """The claim exists, no outcome was saved and the agent had not submitted: the session
-    the harness cut short is not graded (that would charge its fault to the agent) and not
-    re-run: one RunFailed `error` naming the interruption, no Submitted."""
+    the harness cut short is neither graded nor failed but started again from the hand-off
+    state (the half-done edit is gone), once, counted as a restart in evidence and
+    submission; the claim remembers it."""
     workspace: Path = project.workspace
-    claim = json.dumps({"base_commit": head_commit(workspace), "agent": "reference"}).encode()
+    base = head_commit(workspace)
+    claim = json.dumps({"base_commit": base, "agent": "reference"}).encode()
     assert await runner.runs.claim(claim_key("run-cut"), claim)
     (workspace / "half_done.py").write_text("PATCHED = 'partly'\n")
+    await deliver_twice(runner, await start_run(runner, project, "run-cut", "reference"))
+    assert await stored(runner, "sreforge.run.run-cut.RunFailed") == []
+    submission = await only_submission(runner, "run-cut")
+    assert submission.submitted
+    assert (submission.restarts, submission.evidence["restarts"]) == (1, 1)
+    assert "half_done.py" not in submission.diff
+    assert commits_since(workspace, base) == 1  # the reference fix, applied once
+    entry = await runner.runs.get(claim_key("run-cut"))
+    assert entry is not None
+    assert json.loads(entry.value)["restarts"] == 1
+
+
+async def test_a_runner_that_keeps_dying_mid_session_ends_the_run_as_an_error(
+    runner: Bus, project: Any
+) -> None:
+    """A session already restarted MAX_RESTARTS times is not restarted again: one RunFailed
+    `error` naming the interruptions (never `failed`), no Submitted."""
+    workspace: Path = project.workspace
+    record = {"base_commit": head_commit(workspace), "agent": "reference"}
+    claim = json.dumps({**record, "restarts": MAX_RESTARTS}).encode()
+    assert await runner.runs.claim(claim_key("run-cut"), claim)
     await deliver_twice(runner, await start_run(runner, project, "run-cut", "reference"))
     found = await stored(runner, "sreforge.run.run-cut.RunFailed")
     assert len(found) == 1
     failed = parse_event(found[0])
     assert isinstance(failed, RunFailed)
     assert (failed.stage, failed.verdict) == ("runner", "error")
-    assert "interrupted mid-session before it submitted" in failed.reason
+    assert "interrupted mid-session" in failed.reason
     assert await stored(runner, "sreforge.run.run-cut.Submitted") == []
 
 

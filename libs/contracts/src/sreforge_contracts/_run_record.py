@@ -39,8 +39,9 @@ __all__ = [
     "parse_run_record",
 ]
 
-RECORD_VERSION = "1.1.0"
-"""1.1.0: `trajectory.agent_exit` (how the agent's session ended)."""
+RECORD_VERSION = "1.2.0"
+"""1.1.0: `trajectory.agent_exit` (how the agent's session ended); 1.2.0:
+`trajectory.restarts` (agent sessions restarted after a runner crash)."""
 
 
 def _transcript_kind(value: Any) -> str:
@@ -61,7 +62,8 @@ RecordedTranscript = Annotated[
 
 class Trajectory(Contract):
     """What the agent produced; `transcript` is the engine runner's log (pruned away);
-    `agent_exit` how its session ended (the pruned copy keeps no stderr lines)."""
+    `agent_exit` how its session ended (the pruned copy keeps no stderr lines);
+    `restarts` how often a runner crash restarted the session from the hand-off state."""
 
     agent_name: str
     diff: str
@@ -69,6 +71,7 @@ class Trajectory(Contract):
     duration_ms: float = Field(ge=0)
     transcript: str | None = None
     agent_exit: AgentExit | None = None
+    restarts: int = Field(default=0, ge=0)
 
     def pruned(self) -> Trajectory:
         """The committable copy: no runner log, no stderr lines of the agent."""

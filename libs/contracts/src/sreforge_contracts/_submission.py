@@ -65,6 +65,8 @@ class Submission(Contract):
     (`agent/agent-transcript.json`: under the stack run dir while it lasts, under
     `runs/<run_id>/` once recorded); an absolute ref (older runners) is read as is.
     `agent_exit` says how the session ended (exit code, budget, stderr tail).
+    `restarts` counts the sessions the harness restarted from the hand-off state
+    because the runner died mid-session (a harness fault, never the agent's).
     """
 
     agent_name: str = Field(min_length=1)
@@ -78,3 +80,4 @@ class Submission(Contract):
     agent_dir: str | None = None
     agent_files: tuple[str, ...] = ()
     agent_exit: AgentExit | None = None
+    restarts: int = Field(default=0, ge=0)

@@ -23,6 +23,7 @@ import fcntl
 import os
 import random
 import socket
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ __all__ = [
     "is_bindable",
     "listening_ports",
     "reap_stale_lease",
+    "wait_bindable",
 ]
 
 _LOOPBACK = "127.0.0.1"
@@ -154,6 +156,16 @@ def is_bindable(port: int) -> bool:
             probe.bind((_LOOPBACK, port))
         except OSError:
             return False
+    return True
+
+
+def wait_bindable(port: int, timeout_seconds: float) -> bool:
+    """Poll until `port` can be bound (a stopped server's socket released), or the deadline."""
+    deadline = time.monotonic() + timeout_seconds
+    while not is_bindable(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
     return True
 
 

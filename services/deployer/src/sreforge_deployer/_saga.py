@@ -43,6 +43,7 @@ from sreforge_deployer._claims import Claims, Log, Step, Turns
 from sreforge_deployer._errors import DeployerError
 from sreforge_deployer._handlers import PRODUCER, cleaned_up, failure
 from sreforge_deployer._topology import Checkout, CiTarget, Topology, TopologyProvider
+from sreforge_deployer.gate import remove_ci_clones
 
 __all__ = ["Claims", "Saga", "Step"]
 
@@ -136,6 +137,8 @@ class Saga:
                 await claims.save("ci", run_id, [failed])
                 yield Step([failed])
                 return
+            await self._remove_clones(run_id, log)  # a killed predecessor's clone
+            where = where._replace(run_id=run_id)
             checkout = await asyncio.to_thread(self.provider.checkout, where, confined=True)
             try:
                 gated = await _stages.gate(run_id, checkout, event.submission.diff)
@@ -177,6 +180,7 @@ class Saga:
                 self._runs.pop(run_id, None)
             else:
                 remaining = await asyncio.to_thread(self.provider.down_elsewhere, run_id)
+            await self._remove_clones(run_id, log)
         done = cleaned_up(run_id, remaining)
         (log.info if done.verified else log.error)(
             "deployer.cleaned_up", run_id=run_id, leftovers=remaining
@@ -316,6 +320,12 @@ class Saga:
             return f"no base commit known for run {run_id} (no FaultArmed in its state)"
         workspace = state.stack.run_workspace.path
         return CiTarget(Path(workspace), state.base_commit, state.scenario_id)
+
+    async def _remove_clones(self, run_id: str, log: Log) -> None:
+        """Remove CI clones of the run left by a deployer killed mid-CI (logged)."""
+        for path in await asyncio.to_thread(remove_ci_clones, run_id):
+            log.error("deployer.ci_clone_left", run_id=run_id, path=str(path),
+                      reason="a CI clone of an interrupted deployer was left; removed")  # fmt: skip
 
     def _forget(self, run_id: str, run: _Run) -> None:
         """Drop a run this process holds no stack of (cleanup then asks the provider)."""

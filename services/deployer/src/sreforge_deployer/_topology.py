@@ -93,6 +93,8 @@ class CiTarget(NamedTuple):
     workspace: Path
     base_commit: str
     scenario_id: str
+    run_id: str = ""
+    """Names the CI clone (`ci-<run_id>-*`), so a clone a killed deployer left is found."""
 
 
 class Topology(Protocol):

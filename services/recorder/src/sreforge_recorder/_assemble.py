@@ -195,6 +195,7 @@ def _trajectory(events: Sequence[Event], transcript: str) -> Trajectory:
             duration_ms=submission.duration_ms,
             transcript=transcript,
             agent_exit=submission.agent_exit,
+            restarts=submission.restarts,
         )
     requested = _first(events, RunRequested)
     agent = requested.agent if requested else "unknown"

@@ -17,7 +17,7 @@ from sreforge_git import GitError, git, run_git
 from sreforge_runner._errors import DiffError
 from sreforge_runner._submit import SENTINEL_DIR
 
-__all__ = ["head_commit", "workspace_diff"]
+__all__ = ["head_commit", "reset_workspace", "workspace_diff"]
 
 _GIT_TIMEOUT_S = 120.0
 # The agent controls the repo's config; none of it may run code on the runner's side.
@@ -27,6 +27,14 @@ _SAFE = {"core.fsmonitor": "false", "core.hooksPath": "/dev/null", "core.quotepa
 def head_commit(workspace: Path) -> str:
     """The commit the workspace's HEAD points at."""
     return _git(workspace, "rev-parse", "--verify", "HEAD^{commit}").strip()
+
+
+def reset_workspace(workspace: Path, base: str) -> None:
+    """Back to the hand-off state: HEAD, index and tracked files at `base`, untracked
+    files gone (ignored ones, such as `.oncall/` and the app's caches, stay)."""
+    disarmed = _disarmed_filters(workspace)
+    _git(workspace, "reset", "-q", "--hard", base, extra=disarmed)
+    _git(workspace, "clean", "-q", "-f", "-d", extra=disarmed)
 
 
 def workspace_diff(workspace: Path, base: str) -> str:

@@ -6,7 +6,10 @@ then makes the agent run at most once per run: a redelivered BriefReady finds th
 claim and republishes the saved outcome (Submitted or RunFailed); if the runner died
 mid-session, it kills what is left of the agent's group, then submits what the workspace
 holds (stop reason `interrupted`) when the agent had already submitted, and otherwise
-ends the run `error`: a harness fault is never charged to the agent as `failed`.
+restarts the session from the hand-off state (the workspace reset to the base commit)
+with the agent's budget (capped by the run's agent deadline), counted in the claim, the
+evidence and `Submission.restarts`. A harness fault is never charged to the agent as
+`failed`: past `MAX_RESTARTS` the run ends `error`.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from sreforge_contracts import (
 from sreforge_runner._agent_sandbox import AgentSandbox
 from sreforge_runner._catalog import find_profile
 from sreforge_runner._cli_agent import CliAgentRein
-from sreforge_runner._diff import head_commit, workspace_diff
+from sreforge_runner._diff import head_commit, reset_workspace, workspace_diff
 from sreforge_runner._errors import ProfileError, ProfileRefused, RunnerError
 from sreforge_runner._fit import fit_submitted
 from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
@@ -55,13 +58,15 @@ from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import read_sentinel
 from sreforge_runner._transcript import TRANSCRIPT_FILE, route_secrets
 
-__all__ = ["PRODUCER", "RunnerHandler", "claim_key"]
+__all__ = ["MAX_RESTARTS", "PRODUCER", "RunnerHandler", "claim_key"]
 
 PRODUCER = "runner"
 STAGE = "runner"
 _OUTCOME = "outcome.json"
 _BUILTIN_REINS = ("noop", "reference", "scripted")
 _MIN_BUDGET_S = 0.1
+MAX_RESTARTS = 2
+"""Agent sessions a runner crash may restart per run before the run ends `error`."""
 
 
 def claim_key(run_id: str) -> str:
@@ -135,26 +140,10 @@ class RunnerHandler:
             )
         base = await asyncio.to_thread(head_commit, workspace)
         claim = json.dumps({"base_commit": base, "agent": state.agent, "at": _now()})
-        if not await context.once(RUNNER_CLAIM, event.run_id).claim(claim.encode()):
-            return await self._resume(event, context, sandbox)
-        done = self._active[event.run_id] = asyncio.Event()
-        try:
-            sandbox.root.mkdir(parents=True, exist_ok=True)
-            context.log.info("agent.start", run_id=event.run_id, agent=state.agent, base=base)
-            result = await drive(resolved, rein, sandbox, budgets, _tells(event, state))
-            secrets = route_secrets(profile.credential_routes)
-            outcome = await asyncio.to_thread(
-                _outcome, event.run_id, state.agent, sandbox, base, result, secrets
-            )
-            # Saved before publishing: a redelivery republishes this instead of re-running.
-            (sandbox.root / _OUTCOME).write_text(outcome.model_dump_json())
-        finally:
-            done.set()
-            del self._active[event.run_id]
-        context.log.info("agent.done", run_id=event.run_id, outcome=outcome.type)
-        return outcome
-
-    async def _resume(self, event: BriefReady, context: Context, sandbox: AgentSandbox) -> Event:
+        once = context.once(RUNNER_CLAIM, event.run_id)
+        session = _Session(resolved, rein, sandbox, budgets, _tells(event, state))
+        if await once.claim(claim.encode()):
+            return await self._drive(event.run_id, state.agent, base, session, context)
         in_flight = self._active.get(event.run_id)
         if in_flight is not None:  # a duplicate delivery while this runner drives the agent
             await in_flight.wait()
@@ -162,20 +151,78 @@ class RunnerHandler:
         if saved.is_file():
             context.log.info("agent.republish", run_id=event.run_id)
             return parse_event(saved.read_bytes())
-        claimed = await context.once(RUNNER_CLAIM, event.run_id).value()
+        claimed = await once.value()
         record = json.loads(claimed) if claimed else {}
         sandbox.kill_leftovers()
-        agent = str(record.get("agent", "unknown"))
-        base = str(record.get("base_commit") or "HEAD")
-        if read_sentinel(sandbox.workspace, sandbox.settings.max_rca_bytes) is None:
-            # The harness cut the session short: grading what it left would charge the
-            # harness's fault to the agent, and its budget is spent, so no re-run either.
-            reason = f"agent {agent}: the runner was interrupted mid-session before it submitted"
-            context.log.error("agent.interrupted", run_id=event.run_id, agent=agent, reason=reason)
+        agent = str(record.get("agent", state.agent))
+        base = str(record.get("base_commit") or base)
+        if read_sentinel(sandbox.workspace, sandbox.settings.max_rca_bytes) is not None:
+            context.log.error(
+                "agent.interrupted", run_id=event.run_id, agent=agent, submitted=True,
+                reason="the runner died after the agent submitted: submitting what it left",
+            )  # fmt: skip
+            secrets = _route_secrets_of(sandbox.settings, agent)
+            return await asyncio.to_thread(
+                _outcome, event.run_id, agent, sandbox, base, None, secrets
+            )
+        restarts = int(record.get("restarts", 0)) + 1
+        if restarts > MAX_RESTARTS:
+            reason = (
+                f"agent {agent}: the runner was interrupted mid-session {restarts} times "
+                f"before it submitted; not restarting it again"
+            )
+            context.log.error("agent.gave_up", run_id=event.run_id, agent=agent, reason=reason)
             return _failed(event.run_id, reason)
-        context.log.warning("agent.interrupted", run_id=event.run_id, agent=agent, submitted=True)
-        secrets = _route_secrets_of(sandbox.settings, agent)
-        return await asyncio.to_thread(_outcome, event.run_id, agent, sandbox, base, None, secrets)
+        # The harness cut the session short: grading what it left would charge the
+        # harness's fault to the agent, so the session starts again from the hand-off.
+        await once.record(json.dumps({**record, "restarts": restarts, "at": _now()}).encode())
+        await asyncio.to_thread(reset_workspace, sandbox.workspace, base)
+        context.log.error(
+            "agent.restarted", run_id=event.run_id, agent=agent, restarts=restarts,
+            reason="the runner died mid-session before the agent submitted",
+        )  # fmt: skip
+        return await self._drive(event.run_id, agent, base, session, context, restarts)
+
+    async def _drive(
+        self,
+        run_id: str,
+        agent: str,
+        base: str,
+        session: _Session,
+        context: Context,
+        restarts: int = 0,
+    ) -> Event:
+        """One agent session: drive it, collect and save its outcome (a redelivery
+        republishes that instead of running the agent again)."""
+        sandbox = session.sandbox
+        done = self._active[run_id] = asyncio.Event()
+        try:
+            sandbox.root.mkdir(parents=True, exist_ok=True)
+            context.log.info("agent.start", run_id=run_id, agent=agent, base=base)
+            result = await drive(
+                session.resolved, session.rein, sandbox, session.budgets, session.tells
+            )
+            secrets = route_secrets(session.resolved.profile.credential_routes)
+            outcome = await asyncio.to_thread(
+                _outcome, run_id, agent, sandbox, base, result, secrets, restarts
+            )
+            (sandbox.root / _OUTCOME).write_text(outcome.model_dump_json())
+        finally:
+            done.set()
+            del self._active[run_id]
+        context.log.info("agent.done", run_id=run_id, outcome=outcome.type, restarts=restarts)
+        return outcome
+
+
+@dataclass(frozen=True)
+class _Session:
+    """What one agent session is driven with."""
+
+    resolved: ResolvedExecutionContext
+    rein: Rein
+    sandbox: AgentSandbox
+    budgets: Budgets
+    tells: Tells
 
 
 def _rein(
@@ -209,6 +256,7 @@ def _outcome(
     base: str,
     result: GatewayRun | None,
     secrets: dict[str, str],
+    restarts: int = 0,
 ) -> Submitted | RunFailed:
     if result is not None and result.guard_hit is not None:  # the agent never started
         return _failed(run_id, result.guard_hit, "aborted")
@@ -220,6 +268,9 @@ def _outcome(
         submission = _collect(agent, sandbox, base, result, secrets)
     except RunnerError as error:
         return _failed(run_id, f"agent {agent}: {error}")
+    if restarts:
+        evidence = {**submission.evidence, "restarts": restarts}
+        submission = submission.model_copy(update={"restarts": restarts, "evidence": evidence})
     return fit_submitted(Submitted(run_id=run_id, producer=PRODUCER, submission=submission))
 
 

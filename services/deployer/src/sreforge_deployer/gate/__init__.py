@@ -8,7 +8,14 @@ steps without the deployer's settings (tests, `bench/`).
 """
 
 from sreforge_deployer.gate._checkout import HostCheckout, ci_protection, host_checkout
-from sreforge_deployer.gate._ci import MERGE_MESSAGE, CiCheckout, CiRun, merge_and_checkout
+from sreforge_deployer.gate._ci import (
+    MERGE_MESSAGE,
+    CiCheckout,
+    CiRun,
+    ci_clones,
+    merge_and_checkout,
+    remove_ci_clones,
+)
 from sreforge_deployer.gate._gate import CiProtection, SetOutcome
 from sreforge_deployer.gate._test_sets import ChangedTests
 
@@ -20,7 +27,9 @@ __all__ = [
     "CiRun",
     "HostCheckout",
     "SetOutcome",
+    "ci_clones",
     "ci_protection",
     "host_checkout",
     "merge_and_checkout",
+    "remove_ci_clones",
 ]

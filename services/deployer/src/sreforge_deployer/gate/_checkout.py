@@ -37,7 +37,7 @@ def ci_protection(use_cases: Path, scenario_id: str) -> CiProtection:
 def host_checkout(target: CiTarget, settings: DeployerSettings, *, confined: bool) -> HostCheckout:
     """A clone of the run workspace at its base commit (`confined`: the tests run jailed)."""
     confinement = confinement_for(settings.bwrap_path) if confined else None
-    checkout = CiCheckout(target.workspace, target.base_commit, confinement)
+    checkout = CiCheckout(target.workspace, target.base_commit, confinement, run_id=target.run_id)
     return HostCheckout(checkout, target, settings)
 
 

@@ -39,7 +39,9 @@ __all__ = [
     "MERGE_MESSAGE",
     "CiCheckout",
     "CiRun",
+    "ci_clones",
     "merge_and_checkout",
+    "remove_ci_clones",
 ]
 
 CI_NICENESS = 10
@@ -75,6 +77,26 @@ class CiRun:
     """The test sets that ran, in order (none when the diff did not apply)."""
 
 
+def _clone_prefix(run_id: str) -> str:
+    return f"ci-{run_id}-" if run_id else "ci-"
+
+
+def ci_clones(run_id: str, temp_dir: Path | None = None) -> list[Path]:
+    """The CI clones of run `run_id` in the temp dir (`ci-<run_id>-*`)."""
+    if not run_id:
+        return []
+    where = temp_dir or Path(tempfile.gettempdir())
+    return sorted(path for path in where.glob(f"{_clone_prefix(run_id)}*") if path.is_dir())
+
+
+def remove_ci_clones(run_id: str, temp_dir: Path | None = None) -> list[Path]:
+    """Remove the run's CI clones (one a deployer killed mid-CI left); those removed."""
+    found = ci_clones(run_id, temp_dir)
+    for path in found:
+        shutil.rmtree(path, ignore_errors=True)
+    return found
+
+
 class CiCheckout:
     """A throwaway clone of the run workspace at the base commit, with the submission applied.
 
@@ -82,12 +104,17 @@ class CiCheckout:
     """
 
     def __init__(
-        self, workspace: Path, base_commit: str, confinement: Confinement | None = None
+        self,
+        workspace: Path,
+        base_commit: str,
+        confinement: Confinement | None = None,
+        *,
+        run_id: str = "",
     ) -> None:
         self.workspace = workspace
         self.base_commit = base_commit
         self.confinement = confinement
-        self._root = Path(tempfile.mkdtemp(prefix="ci-"))
+        self._root = Path(tempfile.mkdtemp(prefix=_clone_prefix(run_id)))
         self.path = self._root / "repo"
         self.base_tree = self._root / "base"
         """The base commit's files, untouched by any test run (the hand-off tests' source)."""

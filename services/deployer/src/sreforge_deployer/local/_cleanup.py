@@ -9,7 +9,7 @@ import psutil
 
 from sreforge_deployer._errors import DeployerError, TeardownIncompleteError
 from sreforge_deployer.local._stack import LocalStack
-from sreforge_deployer.local._state import read_record
+from sreforge_deployer.local._state import owner_alive, read_record
 from sreforge_deployer.local._teardown import leftovers, teardown_record
 
 __all__ = ["alive", "down_owned", "down_recorded"]
@@ -37,7 +37,7 @@ def down_recorded(run_dir: Path, timeout_seconds: float) -> list[str]:
     record = read_record(run_dir)
     if record is None:
         return leftovers({}, {}, run_dir)
-    if record.owner_pid != os.getpid() and alive(record.owner_pid):
+    if record.owner_pid != os.getpid() and owner_alive(record):
         return [f"stack of run {record.run_id} is owned by live process {record.owner_pid}"]
     try:
         teardown_record(record, timeout_seconds=timeout_seconds)

@@ -16,9 +16,9 @@ from sreforge_deployer._spec import find_scenario_dir
 from sreforge_deployer._topology import ArmFacts, CiTarget, StackFacts, guarded, stack_for
 from sreforge_deployer.gate import HostCheckout, host_checkout
 from sreforge_deployer.local._adopt import adopt_stack
-from sreforge_deployer.local._cleanup import alive, down_owned, down_recorded
+from sreforge_deployer.local._cleanup import down_owned, down_recorded
 from sreforge_deployer.local._stack import LocalStack
-from sreforge_deployer.local._state import read_record
+from sreforge_deployer.local._state import owner_alive, read_record
 from sreforge_deployer.local._teardown import leftovers
 
 __all__ = ["LocalTopologies", "LocalTopology"]
@@ -114,7 +114,7 @@ class LocalTopologies:
             record = read_record(settings.runs_root / run_id)
             if record is None:
                 raise StackLostError(f"run {run_id}: no stack state under {settings.runs_root}")
-            if record.owner_pid != os.getpid() and alive(record.owner_pid):
+            if record.owner_pid != os.getpid() and owner_alive(record):
                 raise StackLostError(
                     f"run {run_id}: its stack is held by live process {record.owner_pid}"
                 )

@@ -25,7 +25,7 @@ from sreforge_deployer._observability import (
     settle_past_windows,
     wait_scraped,
 )
-from sreforge_deployer._ports import PortAllocator, PortLease
+from sreforge_deployer._ports import PortAllocator, PortLease, wait_bindable
 from sreforge_deployer._process import (
     Component,
     LaunchSpec,
@@ -47,7 +47,7 @@ from sreforge_deployer._spec import (
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
-from sreforge_deployer.local._state import StackRecord, live_groups
+from sreforge_deployer.local._state import StackRecord, live_groups, own_start_time
 from sreforge_deployer.local._teardown import TeardownReport, leftovers
 
 __all__ = ["LocalStack", "StackEndpoints", "TeardownReport"]
@@ -328,6 +328,8 @@ class LocalStack:
         survivors = old.stop(self._stop_timeout(name))
         if survivors:
             raise DeployerError(f"component {name!r}: pids {survivors} survived SIGKILL")
+        if old.spec.port is not None:  # a loaded machine can take a while to free it
+            wait_bindable(old.spec.port, self._stop_timeout(name))
         if name in (PROMETHEUS, ALERTMANAGER):
             self._start(old.spec)
         else:
@@ -359,6 +361,7 @@ class LocalStack:
             scenario_id=self.setup.scenario_id,
             run_dir=self.run_dir,
             owner_pid=os.getpid(),
+            owner_started_at=own_start_time(),
             time_scale=self.time_scale,
             port_lock_dir=self.settings.port_lock_dir,
             ports=self.ports,

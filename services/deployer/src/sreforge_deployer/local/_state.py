@@ -17,6 +17,8 @@ __all__ = [
     "StackRecord",
     "list_records",
     "live_groups",
+    "own_start_time",
+    "owner_alive",
     "read_record",
 ]
 
@@ -41,6 +43,8 @@ class StackRecord(BaseModel):
     scenario_id: str
     run_dir: Path
     owner_pid: int
+    owner_started_at: float | None = None
+    """The owner's start time (None in older records): a reused pid is not the owner."""
     time_scale: float
     port_lock_dir: Path | None = None
     ports: dict[str, int] = Field(default_factory=dict)
@@ -75,6 +79,24 @@ class StackRecord(BaseModel):
 
 def _same(one: Path, other: Path) -> bool:
     return one.expanduser().resolve() == other.expanduser().resolve()
+
+
+def own_start_time() -> float:
+    """This process's start time, as `owner_started_at` records it."""
+    return psutil.Process().create_time()
+
+
+def owner_alive(record: StackRecord) -> bool:
+    """Whether the stack's owner still runs: its pid alive (not a zombie) and, when the
+    record knows it, started when the owner did (a killed owner's pid may be reused)."""
+    try:
+        owner = psutil.Process(record.owner_pid)
+        if owner.status() == psutil.STATUS_ZOMBIE:
+            return False
+        started = owner.create_time()
+    except psutil.NoSuchProcess:
+        return False
+    return record.owner_started_at is None or abs(started - record.owner_started_at) < 1.0
 
 
 def read_record(run_dir: Path) -> StackRecord | None:

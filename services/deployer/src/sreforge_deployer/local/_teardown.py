@@ -14,7 +14,13 @@ from sreforge_deployer._errors import DeployerError, TeardownIncompleteError
 from sreforge_deployer._ports import listening_ports, reap_stale_lease
 from sreforge_deployer._process import groups_members, stop_group
 from sreforge_deployer._run import remove_run_dir
-from sreforge_deployer.local._state import GroupRecord, StackRecord, list_records, read_record
+from sreforge_deployer.local._state import (
+    GroupRecord,
+    StackRecord,
+    list_records,
+    owner_alive,
+    read_record,
+)
 
 __all__ = [
     "TeardownReport",
@@ -60,28 +66,21 @@ def teardown_record(record: StackRecord, *, timeout_seconds: float = 30.0) -> No
     killed here.
     """
     owner = record.owner_pid
-    if owner != os.getpid() and _alive(owner):
+    if owner != os.getpid() and owner_alive(record):
         os.kill(owner, signal.SIGTERM)
         deadline = time.monotonic() + timeout_seconds
-        while _alive(owner) and time.monotonic() < deadline:
+        while owner_alive(record) and time.monotonic() < deadline:
             time.sleep(_POLL_SECONDS)
     groups = {name: group.pgid for name, group in record.groups.items() if _still_ours(group)}
     for pgid in groups.values():
         stop_group(pgid, min(timeout_seconds, 10.0))
     remove_run_dir(record.run_dir)
     remaining = leftovers(groups, record.ports, record.run_dir)
-    if record.port_lock_dir is not None and not _alive(owner):
+    if record.port_lock_dir is not None and not owner_alive(record):
         for port in record.ports.values():
             reap_stale_lease(record.port_lock_dir, port)
     if remaining:
         raise TeardownIncompleteError(record.run_id, remaining)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _still_ours(group: GroupRecord) -> bool:

@@ -9,6 +9,7 @@ volume of the project (nor its run dir or ports). Skipped visibly without an eng
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +49,52 @@ def _sees(container: str, path: Path) -> bool:
     return subprocess.run(probe, capture_output=True, check=False).returncode == 0
 
 
+_DIAL = """
+import json, socket, sys
+from concurrent.futures import ThreadPoolExecutor
+
+def dial(target):
+    host, port = target.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+        return "accepted"
+    except ConnectionRefusedError:
+        return "refused"  # a reset came back: reached, nothing listens
+    except OSError:
+        return "blocked"  # no route, dropped, or no such name
+
+with ThreadPoolExecutor(len(sys.argv) - 1) as pool:
+    print(json.dumps(dict(zip(sys.argv[1:], pool.map(dial, sys.argv[1:])))))
+"""
+
+
+def _dial(container: str | None, targets: list[str]) -> dict[str, str]:
+    """Each `host:port` dialled at once from `container` (the host when None): `accepted`,
+    `refused` (reached, nothing listens) or `blocked` (no route, dropped, no such name)."""
+    probe = ["python3", "-I", "-c", _DIAL, *targets]
+    if container is not None:
+        probe = ["docker", "exec", container, *probe]
+    done = subprocess.run(probe, capture_output=True, text=True, check=True, timeout=30)
+    answers: dict[str, str] = json.loads(done.stdout)
+    return answers
+
+
+def _addresses(container: str) -> list[str]:
+    template = "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}"
+    command = ["docker", "inspect", "-f", template, container]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
+
+
+def _default_gateway() -> str:
+    """The host's own next hop: outside the host, and answering the host."""
+    with open("/proc/net/route") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            if fields[1] == "00000000":
+                return ".".join(str(b) for b in reversed(bytes.fromhex(fields[2])))
+    pytest.skip("the host has no default route to probe the outside with")
+
+
 def _answers(url: str) -> bool:
     try:
         return httpx.get(url, timeout=3, trust_env=False).status_code == 200
@@ -72,6 +119,7 @@ def test_up_arm_redeploy_down_leaves_nothing_of_the_project(
     assert _sees(service, stack.run_dir / "workspace"), "the probe cannot tell"
     for hidden in (STAMPEDE / "solution", STAMPEDE / "verify", settings.engine_home):
         assert not _sees(service, hidden), f"the service's container sees {hidden}"
+    _assert_the_service_reaches_only_its_upstream(stack, service)
 
     stack.arm()
     poll(
@@ -93,6 +141,34 @@ def test_up_arm_redeploy_down_leaves_nothing_of_the_project(
     assert stack.project.leftovers() == []
     assert not stack.run_dir.exists()
     assert not listening_ports(ports), "published ports still listening"
+
+
+def _assert_the_service_reaches_only_its_upstream(stack: ComposeStack, service: str) -> None:
+    """From the service's container: its declared upstream answers; the load generator,
+    Alertmanager, Prometheus and the gateway do not, by name or by any of their addresses;
+    neither does the host's next hop, which the host itself reaches. The gateway, on `app`
+    too, may answer with a reset but relays nothing there."""
+    outside = f"{_default_gateway()}:80"
+    if _dial(None, [outside])[outside] == "blocked":
+        pytest.skip(f"the host itself gets no answer from {outside}")
+    harness = [
+        f"{target}:{port}"
+        for name, port in (("loadgen", 8080), ("alertmanager", 9093), ("prometheus", 9090))
+        for target in (name, *_addresses(_container_of(stack, name)))
+    ]
+    leases = [int(url.rsplit(":", 1)[1]) for url in stack.endpoints.operator.values()]
+    gateway = [  # on `app` too: it may reset, never relay
+        f"{address}:{port}"
+        for address in _addresses(_container_of(stack, "gateway"))
+        for port in (8080, *leases)
+    ]
+    answers = _dial(service, ["bookmeta:8080", outside, *harness, *gateway])
+    assert answers.pop("bookmeta:8080") == "accepted", "the probe cannot tell"
+    assert answers.pop(outside) == "blocked", f"the service reaches {outside} outside the host"
+    reached = [target for target in harness if answers[target] != "blocked"]
+    assert not reached, f"the service reaches the harness at {reached}"
+    relayed = [target for target in gateway if answers[target] == "accepted"]
+    assert not relayed, f"the gateway relays the service to {relayed}"
 
 
 @pytest.mark.timeout(240)

@@ -20,6 +20,7 @@ from sreforge_deployer._compose_file import (
 )
 from sreforge_deployer._compose_image import RELAY, StackImage
 from sreforge_deployer._compose_networks import (
+    AGENT_NETWORK,
     APP_NETWORK,
     EDGE_NETWORK,
     GATEWAY,
@@ -87,10 +88,11 @@ def test_the_service_shares_a_network_only_with_what_it_reaches() -> None:
     assert members == {
         APP_NETWORK: {"bookshelf-api", "bookmeta", GATEWAY},
         HARNESS_NETWORK: {"bookmeta", "loadgen", "prometheus", "alertmanager", GATEWAY},
+        AGENT_NETWORK: {GATEWAY},
         EDGE_NETWORK: {GATEWAY},
     }
-    assert document["networks"][APP_NETWORK]["internal"] is True
-    assert document["networks"][HARNESS_NETWORK]["internal"] is True
+    for internal in (APP_NETWORK, HARNESS_NETWORK, AGENT_NETWORK):
+        assert document["networks"][internal]["internal"] is True
     edge = document["networks"][EDGE_NETWORK]["driver_opts"]
     assert edge["com.docker.network.bridge.enable_ip_masquerade"] == "false"
 
@@ -103,9 +105,23 @@ def test_the_gateway_carries_the_service_name_to_the_harness_and_listens_on_its_
     command = gateway["command"]
     specs = command[command.index(RELAY) + 1 : command.index("--")]
     listens = {spec.split("=")[0].split(":")[1] for spec in specs}
-    assert listens == {"gateway-on-harness", "gateway-on-edge"}
+    assert listens == {"gateway-on-harness", "gateway-on-edge", "gateway-on-agent"}
     assert "tcp:gateway-on-harness:8080=tcp:real-bookshelf-api:8080" in specs
     assert gateway["cap_drop"] == ["ALL"]
+
+
+def test_an_in_box_agent_finds_the_page_by_name_and_not_the_load_or_the_upstream() -> None:
+    """On `agent` the gateway answers to the app's, Prometheus' and Alertmanager's names
+    and relays exactly those; the load generator and the upstream are not there."""
+    gateway = compose_document(_run())["services"][GATEWAY]
+    aliases = set(gateway["networks"][AGENT_NETWORK]["aliases"])
+    assert aliases == {"bookshelf-api", "prometheus", "alertmanager", "gateway-on-agent"}
+    relayed = [spec for spec in gateway["command"] if spec.startswith("tcp:gateway-on-agent:")]
+    assert sorted(relayed) == [
+        "tcp:gateway-on-agent:8080=tcp:real-bookshelf-api:8080",
+        "tcp:gateway-on-agent:9090=tcp:real-prometheus:9090",
+        "tcp:gateway-on-agent:9093=tcp:real-alertmanager:9093",
+    ]
 
 
 def test_ports_are_published_on_loopback_only_by_the_gateway() -> None:

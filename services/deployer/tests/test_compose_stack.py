@@ -120,6 +120,7 @@ def test_up_arm_redeploy_down_leaves_nothing_of_the_project(
     for hidden in (STAMPEDE / "solution", STAMPEDE / "verify", settings.engine_home):
         assert not _sees(service, hidden), f"the service's container sees {hidden}"
     _assert_the_service_reaches_only_its_upstream(stack, service)
+    _assert_an_agent_box_reaches_only_its_page(stack)
 
     stack.arm()
     poll(
@@ -169,6 +170,35 @@ def _assert_the_service_reaches_only_its_upstream(stack: ComposeStack, service: 
     assert not reached, f"the service reaches the harness at {reached}"
     relayed = [target for target in gateway if answers[target] == "accepted"]
     assert not relayed, f"the gateway relays the service to {relayed}"
+
+
+def _assert_an_agent_box_reaches_only_its_page(stack: ComposeStack) -> None:
+    """A container on the run's `agent` network (no capabilities, as an in-box session):
+    the app, Prometheus and Alertmanager answer by the page's names; the load generator
+    and the upstream do not, by name or by address, nor does the outside."""
+    image = _image_of(_container_of(stack, "gateway"))
+    command = ["docker", "run", "-d", "--rm", "--network", stack.agent_network]
+    command += ["--cap-drop", "ALL", "--user", "65534:65534", image, "sleep", "60"]
+    box = subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        outside = f"{_default_gateway()}:80"
+        page = ["bookshelf-api:8080", "prometheus:9090", "alertmanager:9093"]
+        hidden = [
+            f"{target}:8080"
+            for name in ("loadgen", "bookmeta")
+            for target in (name, *_addresses(_container_of(stack, name)))
+        ]
+        answers = _dial(box, [*page, *hidden, outside])
+        assert all(answers[target] == "accepted" for target in page), answers
+        reached = [target for target in [*hidden, outside] if answers[target] != "blocked"]
+        assert not reached, f"the agent's box reaches {reached}"
+    finally:
+        subprocess.run(["docker", "rm", "-f", box], capture_output=True, check=False)
+
+
+def _image_of(container: str) -> str:
+    command = ["docker", "inspect", "-f", "{{.Config.Image}}", container]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
 
 
 @pytest.mark.timeout(240)

@@ -29,6 +29,7 @@ from sreforge_deployer._compose_file import (
     template_values,
 )
 from sreforge_deployer._compose_image import StackImage
+from sreforge_deployer._compose_networks import AGENT_NETWORK
 from sreforge_deployer._compose_project import ComposeProject, bridge_gateway, project_name
 from sreforge_deployer._compose_state import ComposeRecord
 from sreforge_deployer._delivery import baked_patches, deliver_at_arm
@@ -189,6 +190,12 @@ class ComposeStack:
         agent = {name: self.url(name) for name in names}
         operator = {**agent, **{name: self.url(name) for name in self._leases}}
         return StackEndpoints(agent=agent, operator=operator)
+
+    @property
+    def agent_network(self) -> str:
+        """The Docker network an in-box agent session joins (`<project>_agent`): there it
+        reaches `network_endpoints` by name and nothing else of the run."""
+        return f"{self.project.name}_{AGENT_NETWORK}"
 
     @property
     def network_endpoints(self) -> dict[str, str]:

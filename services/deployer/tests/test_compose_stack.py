@@ -17,8 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 from sreforge_deployer import DeployerSettings
+from sreforge_deployer._compose_project import project_name
 from sreforge_deployer._compose_stack import ComposeStack
+from sreforge_deployer._compose_state import ComposeRecord
 from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopologies
+from sreforge_deployer._errors import StackLostError
 from sreforge_deployer._local_topology import LocalTopologies
 from sreforge_deployer._ports import listening_ports
 
@@ -217,3 +220,50 @@ def test_a_stack_this_process_does_not_hold_is_torn_down_from_its_state_file(
     assert stack.project.leftovers() == []
     assert not stack.run_dir.exists()
     assert provider.compose.leftovers(stack.run_id) == []
+
+
+@pytest.mark.timeout(300)
+def test_a_restarted_deployer_adopts_the_project_and_goes_on(
+    compose_stack: ComposeStack, settings: DeployerSettings
+) -> None:
+    """Up and armed, then its holder gone (its leases dropped, as a dead process's are):
+    the provider adopts the project from `compose.json`, with the same endpoints and the
+    recorded arm; the adopted stack's redeploy swaps the service's container and its
+    teardown leaves nothing. A project whose boot never finished is not adopted."""
+    stack = compose_stack
+    endpoints = stack.up()
+    base_commit = stack.arm()
+    service = _container_of(stack, "bookshelf-api")
+    for lease in [*stack._leases.values(), *filter(None, [stack._relay_lease])]:
+        lease.release()  # what the dead deployer's exit would have done
+
+    adopted = ComposeTopologies(LocalTopologies(settings)).adopt(stack.run_id)
+    assert adopted.adopted
+    facts = adopted.up()
+    assert facts.operator_endpoints == endpoints.operator, "adopted on other ports"
+    assert adopted.arm().base_commit == base_commit, "the recorded arm did not come back"
+    adopted.redeploy()
+    swapped = _container_of(stack, "bookshelf-api")
+    assert swapped, "no service container after the adopted stack's redeploy"
+    assert swapped != service, "the adopted stack's redeploy swapped nothing"
+    assert _answers(f"{endpoints.operator['bookshelf-api']}/healthz")
+    assert adopted.down() == []
+    assert stack.project.leftovers() == []
+    assert not stack.run_dir.exists()
+
+
+def test_a_project_whose_boot_did_not_finish_is_not_adopted(settings: DeployerSettings) -> None:
+    """`compose.json` without `booted` (the deployer died mid-boot): `StackLostError`, so
+    the saga clears it and boots again."""
+    run_dir = settings.runs_root / "half-booted"
+    run_dir.mkdir(parents=True)
+    record = ComposeRecord(
+        run_id="half-booted",
+        project=project_name("half-booted"),
+        run_dir=run_dir,
+        owner_pid=2**22 + 1,  # no such process
+        scenario_id="latency-cache-stampede",
+    )
+    record.write()
+    with pytest.raises(StackLostError, match="boot did not finish"):
+        ComposeTopologies(LocalTopologies(settings)).adopt("half-booted")

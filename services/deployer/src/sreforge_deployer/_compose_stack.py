@@ -113,6 +113,7 @@ class ComposeStack:
             jobs = {c.job for c in self.spec.components if c.job}
             log = self.run_dir / "logs" / f"{PROMETHEUS}.log"
             wait_scraped(self.url(PROMETHEUS), jobs, self.settings.scrape_timeout_seconds, log)
+            self._record(booted=True).write()  # adoptable from here on
         except BaseException as error:
             leftovers = self.down()
             if leftovers:
@@ -135,6 +136,7 @@ class ComposeStack:
         self.base_commit = workspace.head()
         armed_at = self.start_load() if self.spec.load is not None else None
         self.armed_at = armed_at or datetime.now(UTC)
+        self._record(booted=True).write()
         return self.base_commit
 
     def redeploy(self, *, readiness_gate: bool | None = None) -> float:
@@ -323,7 +325,7 @@ class ComposeStack:
             name, f"{url} not healthy within {timeout:g}s", log_path=log, log_tail=tail
         )
 
-    def _record(self) -> ComposeRecord:
+    def _record(self, *, booted: bool = False) -> ComposeRecord:
         return ComposeRecord(
             run_id=self.run_id,
             project=self.project.name,
@@ -332,6 +334,14 @@ class ComposeStack:
             port_lock_dir=self.settings.port_lock_dir,
             ports=self._ports(),
             engine_home=self.settings.engine_home,
+            scenario_id=self.setup.scenario_id,
+            time_scale=self.time_scale,
+            webhook_route=self.webhook_route,
+            image=self._image,
+            booted=booted,
+            base_commit=self.base_commit,
+            fault_commit=self.fault_commit,
+            armed_at=self.armed_at,
         )
 
     def _require_workspace(self) -> Workspace:

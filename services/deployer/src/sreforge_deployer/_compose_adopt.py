@@ -4,8 +4,8 @@ The project's containers outlive the deployer and its state file (`compose.json`
 says what the boot and the arm recorded, so a restarted deployer can take the stack
 over: lease its ports again, read back the workspace, image, relay and arming, and
 go on arming, redeploying and tearing it down. A project whose boot did not finish,
-or any of whose components no longer answers on its published port, is not adopted
-(`StackLostError`): half a stack is never handed to the rest of the run.
+or any of whose containers stopped, is not adopted (`StackLostError`): half a stack
+is never handed to the rest of the run.
 
 This module fills in a `ComposeStack`'s private state: it is the one place outside
 `_compose_stack.py` that does, and only for a stack nobody else holds (as `_adopt`
@@ -22,10 +22,11 @@ from pathlib import Path
 import httpx
 
 from sreforge_deployer._compose_file import RELAY_SERVICE, WebhookRelay, template_values
+from sreforge_deployer._compose_networks import GATEWAY
 from sreforge_deployer._compose_project import bridge_gateway
 from sreforge_deployer._compose_stack import ComposeStack
 from sreforge_deployer._compose_state import ComposeRecord
-from sreforge_deployer._errors import StackLostError
+from sreforge_deployer._errors import DeployerError, StackLostError
 from sreforge_deployer._ports import PortAllocator, PortLease
 from sreforge_deployer._render import RenderedObservability, render_observability
 from sreforge_deployer._settings import DeployerSettings
@@ -125,10 +126,19 @@ def _rendered(stack: ComposeStack) -> RenderedObservability:
 
 
 def _check_healthy(stack: ComposeStack) -> None:
-    urls = [f"{stack.url(c.name)}{c.health}" for c in stack.spec.components if c.health]
-    urls += [f"{stack.url(PROMETHEUS)}/-/ready", f"{stack.url(ALERTMANAGER)}/-/ready"]
+    """Every container running, and Prometheus answering through the gateway. The
+    service's own health is not asked: with the fault armed it may be too slow to
+    answer at once, and a slow service is not a lost one."""
+    expected = {c.name for c in stack.spec.components} | {PROMETHEUS, ALERTMANAGER, GATEWAY}
+    try:
+        running = stack.project.running()
+    except DeployerError as error:
+        raise StackLostError(f"run {stack.run_id}: {error}") from error
+    gone = sorted(expected - running)
+    if gone:
+        raise StackLostError(f"run {stack.run_id}: containers of {', '.join(gone)} not running")
     with httpx.Client(timeout=1.0, trust_env=False) as client:
-        for url in urls:
+        for url in (f"{stack.url(PROMETHEUS)}/-/ready", f"{stack.url(ALERTMANAGER)}/-/ready"):
             if not _answers(client, url):
                 raise StackLostError(f"run {stack.run_id}: {url} does not answer")
 

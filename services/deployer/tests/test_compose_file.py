@@ -18,7 +18,14 @@ from sreforge_deployer._compose_file import (
     network_url,
     template_values,
 )
-from sreforge_deployer._compose_image import StackImage
+from sreforge_deployer._compose_image import RELAY, StackImage
+from sreforge_deployer._compose_networks import (
+    AGENT_NETWORK,
+    APP_NETWORK,
+    EDGE_NETWORK,
+    GATEWAY,
+    HARNESS_NETWORK,
+)
 from sreforge_deployer._compose_project import gateway_of, project_name
 from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopologies
 from sreforge_deployer._errors import DeployerError
@@ -58,22 +65,75 @@ def _run(**changes: Any) -> ComposeRun:
     return ComposeRun(**{**fields, **changes})
 
 
-def test_every_component_and_the_observability_pair_are_services_on_the_run_network() -> None:
-    """App, upstream, load, Prometheus and Alertmanager; no relay without a webhook."""
+def test_every_component_the_observability_pair_and_the_gateway_are_services() -> None:
+    """App, upstream, load, Prometheus, Alertmanager, the gateway; no relay without a webhook."""
     document = compose_document(_run())
     services = document["services"]
-    assert set(services) == {"bookmeta", "bookshelf-api", "loadgen", "prometheus", "alertmanager"}
+    assert set(services) == {
+        *("bookmeta", "bookshelf-api", "loadgen", "prometheus", "alertmanager", GATEWAY)
+    }
     assert document["name"] == project_name("r1")
-    assert all(service["networks"] == ["run"] for service in services.values())
     assert all(service["init"] is True for service in services.values()), "PID 1 gets SIGTERM"
 
 
-def test_ports_are_published_on_loopback_only_at_the_leased_port() -> None:
-    """The operator reaches each component on 127.0.0.1:<lease>; nothing binds elsewhere."""
+def test_the_service_shares_a_network_only_with_what_it_reaches() -> None:
+    """`app` holds the service, its declared upstream and the gateway; the load generator,
+    Prometheus and Alertmanager are on `harness`, which the service is not on."""
+    document = compose_document(_run())
+    services = document["services"]
+    members = {
+        network: {name for name, service in services.items() if network in service["networks"]}
+        for network in document["networks"]
+    }
+    assert members == {
+        APP_NETWORK: {"bookshelf-api", "bookmeta", GATEWAY},
+        HARNESS_NETWORK: {"bookmeta", "loadgen", "prometheus", "alertmanager", GATEWAY},
+        AGENT_NETWORK: {GATEWAY},
+        EDGE_NETWORK: {GATEWAY},
+    }
+    for internal in (APP_NETWORK, HARNESS_NETWORK, AGENT_NETWORK):
+        assert document["networks"][internal]["internal"] is True
+    edge = document["networks"][EDGE_NETWORK]["driver_opts"]
+    assert edge["com.docker.network.bridge.enable_ip_masquerade"] == "false"
+
+
+def test_the_gateway_carries_the_service_name_to_the_harness_and_listens_on_its_own() -> None:
+    """Load and Prometheus dial `bookshelf-api` on `harness` and land on the gateway, which
+    listens there (and on `edge`) by an alias only it has, never on `app`."""
+    gateway = compose_document(_run())["services"][GATEWAY]
+    assert "bookshelf-api" in gateway["networks"][HARNESS_NETWORK]["aliases"]
+    command = gateway["command"]
+    specs = command[command.index(RELAY) + 1 : command.index("--")]
+    listens = {spec.split("=")[0].split(":")[1] for spec in specs}
+    assert listens == {"gateway-on-harness", "gateway-on-edge", "gateway-on-agent"}
+    assert "tcp:gateway-on-harness:8080=tcp:real-bookshelf-api:8080" in specs
+    assert gateway["cap_drop"] == ["ALL"]
+
+
+def test_an_in_box_agent_finds_the_page_by_name_and_not_the_load_or_the_upstream() -> None:
+    """On `agent` the gateway answers to the app's, Prometheus' and Alertmanager's names
+    and relays exactly those; the load generator and the upstream are not there."""
+    gateway = compose_document(_run())["services"][GATEWAY]
+    aliases = set(gateway["networks"][AGENT_NETWORK]["aliases"])
+    assert aliases == {"bookshelf-api", "prometheus", "alertmanager", "gateway-on-agent"}
+    relayed = [spec for spec in gateway["command"] if spec.startswith("tcp:gateway-on-agent:")]
+    assert sorted(relayed) == [
+        "tcp:gateway-on-agent:8080=tcp:real-bookshelf-api:8080",
+        "tcp:gateway-on-agent:9090=tcp:real-prometheus:9090",
+        "tcp:gateway-on-agent:9093=tcp:real-alertmanager:9093",
+    ]
+
+
+def test_ports_are_published_on_loopback_only_by_the_gateway() -> None:
+    """The operator reaches each component on 127.0.0.1:<lease> through the gateway; no
+    other container publishes anything (internal networks cannot)."""
     services = compose_document(_run())["services"]
-    for name, service in services.items():
-        (published,) = service["ports"]
-        assert published == f"127.0.0.1:{PORTS[name]}:{network_url(name).rsplit(':', 1)[1]}"
+    gateway = services.pop(GATEWAY)
+    assert not [name for name, service in services.items() if "ports" in service]
+    assert sorted(gateway["ports"]) == sorted(f"127.0.0.1:{p}:{p}" for p in PORTS.values())
+    for name, lease in PORTS.items():
+        target = f"tcp:real-{name}:{network_url(name).rsplit(':', 1)[1]}"
+        assert f"tcp:gateway-on-edge:{lease}={target}" in gateway["command"]
 
 
 def test_the_service_sees_only_its_workspace_read_only_and_the_run_data() -> None:

@@ -1,14 +1,16 @@
 """One run's stack as a Compose document: pure, run description in, YAML-able dict out.
 
 Every component of `stack.toml`, Prometheus and Alertmanager becomes a service of
-the run's project on its own network `run`, reached there by its name on a fixed
-port (`COMPONENT_PORT`, 9090, 9093) and by the operator on a leased port published
-on 127.0.0.1 only. Bind mounts keep their host paths (as the bubblewrap jail does),
-so the rendered configs, the SQLite path and the workspace read the same inside and
-out. The service runs the agent's code: it sees only its workspace (read-only) and
-the run's `data/`, with a read-only root, no capabilities and no new privileges.
+the run's project, reached by its name on a fixed port (`COMPONENT_PORT`, 9090, 9093)
+on the networks `_compose_networks` gives it (the service only beside what it
+`reaches`), and by the operator on a leased port the gateway publishes on 127.0.0.1.
+Bind mounts keep their host paths (as the bubblewrap jail does), so the rendered
+configs, the SQLite path and the workspace read the same inside and out. The service
+runs the agent's code: it sees only its workspace (read-only) and the run's `data/`,
+with a read-only root, no capabilities and no new privileges.
 Alertmanager reaches the host's trigger through `webhook-relay`, a stdlib TCP relay
-on the host's network listening on the Docker bridge's gateway address only.
+on the host's network listening on the Docker bridge's gateway address only (an
+internal network still routes to the host's own addresses, never beyond it).
 """
 
 from __future__ import annotations
@@ -18,6 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from sreforge_deployer._compose_image import RELAY, STACK_PYTHON
+from sreforge_deployer._compose_networks import (
+    GATEWAY,
+    gateway_networks,
+    gateway_specs,
+    network_definitions,
+    networks_of,
+)
 from sreforge_deployer._observability import alertmanager_launch, prometheus_launch
 from sreforge_deployer._render import RenderedObservability
 from sreforge_deployer._spec import WORKSPACE_CWD, ComponentSpec, ScenarioSetup, StackSpec
@@ -119,13 +128,10 @@ def compose_document(run: ComposeRun) -> dict[str, Any]:
     }
     for component in run.spec.components:
         services[component.name] = _component(run, component)
+    services[GATEWAY] = _gateway(run, [*services])
     if run.relay is not None:
         services[RELAY_SERVICE] = _relay(run, run.relay)
-    return {
-        "name": run.project,
-        "services": services,
-        "networks": {"run": {"driver_opts": {"com.docker.network.driver.mtu": "1400"}}},
-    }
+    return {"name": run.project, "services": services, "networks": network_definitions()}
 
 
 def _base(run: ComposeRun, name: str) -> dict[str, Any]:
@@ -134,8 +140,25 @@ def _base(run: ComposeRun, name: str) -> dict[str, Any]:
         "init": True,
         "user": run.user,
         "hostname": name,
-        "networks": ["run"],
-        "ports": [f"127.0.0.1:{run.host_ports[name]}:{internal_port(name)}"],
+        "networks": networks_of(run.spec, name),
+    }
+
+
+def _gateway(run: ComposeRun, names: list[str]) -> dict[str, Any]:
+    """Harness code: the only container on `edge`, it publishes every leased port."""
+    published = {name: run.host_ports[name] for name in names}
+    specs = gateway_specs(run.spec, published, {name: internal_port(name) for name in names})
+    return {
+        "image": run.image,
+        "init": True,
+        "user": run.user,
+        "hostname": GATEWAY,
+        "networks": gateway_networks(run.spec),
+        "ports": [f"127.0.0.1:{port}:{port}" for port in published.values()],
+        "command": ["/usr/bin/python3", "-I", "-S", RELAY, *specs, "--", "sleep", "infinity"],
+        "read_only": True,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges:true"],
     }
 
 

@@ -72,6 +72,10 @@ class ComposeProject:
         grace = str(max(0, round(timeout_seconds)))
         self._compose(["down", "-v", "--remove-orphans", "-t", grace], 180.0)
 
+    def running(self) -> set[str]:
+        """The project's services whose container is running now."""
+        return set(self._compose(["ps", "--status", "running", "--services"], 30.0).split())
+
     def logs(self, service: str, tail: int = 40) -> str:
         """The last `tail` lines a service logged ('' when there are none)."""
         try:

@@ -28,6 +28,7 @@ from sreforge_deployer._compose_file import (
     template_values,
 )
 from sreforge_deployer._compose_image import StackImage
+from sreforge_deployer._compose_networks import AGENT_NETWORK
 from sreforge_deployer._compose_project import ComposeProject, bridge_gateway, project_name
 from sreforge_deployer._compose_state import ComposeRecord
 from sreforge_deployer._delivery import baked_patches, deliver_at_arm
@@ -110,6 +111,7 @@ class ComposeStack:
             jobs = {c.job for c in self.spec.components if c.job}
             log = self.identity.layout.logs / f"{PROMETHEUS}.log"
             wait_scraped(self.url(PROMETHEUS), jobs, self.settings.scrape_timeout_seconds, log)
+            self._record(booted=True).write()  # adoptable from here on
         except BaseException as error:
             leftovers = self.down()
             if leftovers:
@@ -132,6 +134,7 @@ class ComposeStack:
         self.base_commit = workspace.head()
         armed_at = self.start_load() if self.spec.load is not None else None
         self.armed_at = armed_at or datetime.now(UTC)
+        self._record(booted=True).write()
         return self.base_commit
 
     def redeploy(self, *, readiness_gate: bool | None = None) -> float:
@@ -187,6 +190,12 @@ class ComposeStack:
         agent = {name: self.url(name) for name in names}
         operator = {**agent, **{name: self.url(name) for name in self._leases}}
         return StackEndpoints(agent=agent, operator=operator)
+
+    @property
+    def agent_network(self) -> str:
+        """The Docker network an in-box agent session joins (`<project>_agent`): there it
+        reaches `network_endpoints` by name and nothing else of the run."""
+        return f"{self.project.name}_{AGENT_NETWORK}"
 
     @property
     def network_endpoints(self) -> dict[str, str]:
@@ -314,7 +323,7 @@ class ComposeStack:
             name, f"{url} not healthy within {timeout:g}s", log_path=log, log_tail=tail
         )
 
-    def _record(self) -> ComposeRecord:
+    def _record(self, *, booted: bool = False) -> ComposeRecord:
         return ComposeRecord(
             run_id=self.run_id,
             project=self.project.name,
@@ -323,6 +332,14 @@ class ComposeStack:
             port_lock_dir=self.settings.port_lock_dir,
             ports=self._ports(),
             engine_home=self.settings.engine_home,
+            scenario_id=self.setup.scenario_id,
+            time_scale=self.time_scale,
+            webhook_route=self.webhook_route,
+            image=self._image,
+            booted=booted,
+            base_commit=self.base_commit,
+            fault_commit=self.fault_commit,
+            armed_at=self.armed_at,
         )
 
     def _require_workspace(self) -> Workspace:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,7 +15,8 @@ COMPOSE_STATE_FILE = "compose.json"
 
 
 class ComposeRecord(BaseModel):
-    """What another process needs to find a run's project and free its port leases."""
+    """What another process needs to find a run's project and free its port leases, and,
+    once the boot finished (`booted`), to adopt the stack (`_compose_adopt`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -25,6 +27,14 @@ class ComposeRecord(BaseModel):
     port_lock_dir: Path | None = None
     ports: dict[str, int] = Field(default_factory=dict)
     engine_home: Path | None = None
+    scenario_id: str | None = None
+    time_scale: float = 1.0
+    webhook_route: str | None = None
+    image: str = ""
+    booted: bool = False
+    base_commit: str | None = None
+    fault_commit: str | None = None
+    armed_at: datetime | None = None
 
     def write(self) -> None:
         """Atomically (re)write the record into its run dir."""

@@ -13,6 +13,7 @@ import os
 import psutil
 from sreforge_contracts import RunRequested
 
+from sreforge_deployer._compose_adopt import adopt_compose_stack
 from sreforge_deployer._compose_project import ComposeProject, project_name
 from sreforge_deployer._compose_stack import ComposeStack, down_project
 from sreforge_deployer._compose_state import read_compose_record
@@ -20,6 +21,7 @@ from sreforge_deployer._errors import StackLostError
 from sreforge_deployer._ports import reap_stale_lease
 from sreforge_deployer._run import remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._spec import find_scenario_dir
 from sreforge_deployer._topology import ArmFacts, CiTarget, StackFacts, Topology, guarded, stack_for
 from sreforge_deployer.gate import HostCheckout
 from sreforge_deployer.local import LocalTopologies
@@ -30,8 +32,9 @@ __all__ = ["ComposeTopologies", "ComposeTopology", "PerRunTopologies"]
 class ComposeTopology:
     """One run's stack as a Compose project (`ComposeStack`)."""
 
-    def __init__(self, stack: ComposeStack) -> None:
+    def __init__(self, stack: ComposeStack, *, adopted: bool = False) -> None:
         self.stack = stack
+        self.adopted = adopted
 
     @property
     def service(self) -> str:
@@ -44,9 +47,11 @@ class ComposeTopology:
         return self.stack.setup.readiness_gate
 
     def up(self) -> StackFacts:
-        """Start the project and report both endpoint views (host-published URLs)."""
+        """Start the project and report both endpoint views (host-published URLs).
+
+        An adopted project: its facts only."""
         stack = self.stack
-        endpoints = guarded(stack.up)
+        endpoints = stack.endpoints if self.adopted else guarded(stack.up)
         assert stack.workspace is not None
         return StackFacts(
             stack=stack.spec.name,
@@ -58,9 +63,13 @@ class ComposeTopology:
         )
 
     def arm(self) -> ArmFacts:
-        """Deliver the fault, start the load (`ComposeStack.arm`)."""
+        """Deliver the fault, start the load (`ComposeStack.arm`).
+
+        A project armed before (adopted): what it recorded."""
         stack = self.stack
-        base_commit = guarded(stack.arm)
+        armed = stack.armed_at is not None and stack.base_commit
+        base_commit = stack.base_commit if armed else guarded(stack.arm)
+        assert base_commit is not None
         assert stack.armed_at is not None
         return ArmFacts(stack.armed_at, base_commit, stack.fault_commit, stack.setup)
 
@@ -104,9 +113,26 @@ class ComposeTopologies:
         return ComposeTopology(guarded(lambda: stack_for(ComposeStack, event, settings)))
 
     def adopt(self, run_id: str) -> ComposeTopology:
-        """Not yet: a restarted deployer cannot take a compose project over, so a stage
-        cut short there ends the run `error` (a boot cut short is still booted again)."""
-        raise StackLostError(f"run {run_id}: the compose topology cannot adopt a stack yet")
+        """Take over the run's project from its state file (its deployer has stopped)."""
+        settings = self.settings
+
+        def build() -> ComposeStack:
+            record = read_compose_record(settings.runs_root / run_id)
+            if record is None or record.scenario_id is None:
+                raise StackLostError(f"run {run_id}: no compose state under {settings.runs_root}")
+            if record.owner_pid != os.getpid() and _alive(record.owner_pid):
+                raise StackLostError(
+                    f"run {run_id}: its project is held by live process {record.owner_pid}"
+                )
+            return adopt_compose_stack(
+                find_scenario_dir(settings.use_cases, record.scenario_id),
+                record,
+                settings=settings,
+                webhook_url=settings.alert_webhook_base,
+                webhook_token_file=settings.alert_token_file,
+            )
+
+        return ComposeTopology(guarded(build), adopted=True)
 
     def checkout(self, target: CiTarget, *, confined: bool) -> HostCheckout:
         """A clone of the run workspace on the host (as on the local topology)."""

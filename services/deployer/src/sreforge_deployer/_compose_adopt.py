@@ -1,0 +1,155 @@
+"""Adopting a run's compose project after the deployer that started it stopped.
+
+The project's containers outlive the deployer and its state file (`compose.json`)
+says what the boot and the arm recorded, so a restarted deployer can take the stack
+over: lease its ports again, read back the workspace, image, relay and arming, and
+go on arming, redeploying and tearing it down. A project whose boot did not finish,
+or any of whose containers stopped, is not adopted (`StackLostError`): half a stack
+is never handed to the rest of the run.
+
+This module fills in a `ComposeStack`'s private state: it is the one place outside
+`_compose_stack.py` that does, and only for a stack nobody else holds (as `_adopt`
+does for a `LocalStack`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+
+from sreforge_deployer._compose_file import RELAY_SERVICE, WebhookRelay, template_values
+from sreforge_deployer._compose_networks import GATEWAY
+from sreforge_deployer._compose_project import bridge_gateway
+from sreforge_deployer._compose_stack import ComposeStack
+from sreforge_deployer._compose_state import ComposeRecord
+from sreforge_deployer._errors import DeployerError, StackLostError
+from sreforge_deployer._ports import PortAllocator, PortLease
+from sreforge_deployer._render import RenderedObservability, render_observability
+from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS
+from sreforge_deployer._workspace import Workspace
+
+__all__ = ["adopt_compose_stack"]
+
+_HEALTH_DEADLINE_S = 5.0
+_POLL_S = 0.1
+
+
+def adopt_compose_stack(
+    scenario_dir: Path,
+    record: ComposeRecord,
+    *,
+    settings: DeployerSettings,
+    webhook_url: str | None,
+    webhook_token_file: Path | None,
+) -> ComposeStack:
+    """The project `record` describes, held by this process from now on; or
+    `StackLostError`."""
+    if not record.booted:
+        raise StackLostError(f"run {record.run_id}: its compose project's boot did not finish")
+    stack = ComposeStack(
+        scenario_dir,
+        time_scale=record.time_scale,
+        run_id=record.run_id,
+        webhook_url=webhook_url,
+        webhook_route=record.webhook_route,
+        webhook_token_file=webhook_token_file,
+        settings=settings,
+    )
+    if stack.project.name != record.project:
+        raise StackLostError(f"run {record.run_id}: state file names project {record.project}")
+    leases = _reclaim_ports(record, settings)
+    try:
+        _restore(stack, record, leases)
+        _check_healthy(stack)
+    except BaseException:
+        for lease in leases.values():
+            lease.release()
+        raise
+    stack._record(booted=True).write()  # the owner is this process now
+    return stack
+
+
+def _reclaim_ports(record: ComposeRecord, settings: DeployerSettings) -> dict[str, PortLease]:
+    allocator = PortAllocator(
+        record.port_lock_dir or settings.port_lock_dir,
+        settings.port_range_low,
+        settings.port_range_high,
+    )
+    leases: dict[str, PortLease] = {}
+    for name, port in record.ports.items():
+        lease = allocator.reclaim(port)
+        if lease is None:
+            for held in leases.values():
+                held.release()
+            raise StackLostError(
+                f"run {record.run_id}: port {port} ({name}) is leased by a live process"
+            )
+        leases[name] = lease
+    return leases
+
+
+def _restore(stack: ComposeStack, record: ComposeRecord, leases: dict[str, PortLease]) -> None:
+    stack._relay_lease = leases.pop(RELAY_SERVICE, None)
+    stack._leases = leases
+    target = stack._webhook_target()
+    if stack._relay_lease is not None and target is not None:
+        stack._relay = WebhookRelay(bridge_gateway(), stack._relay_lease.port, *target)
+    stack._image = record.image
+    stack.workspace = Workspace(stack.run_dir / "workspace")
+    stack.base_commit = record.base_commit
+    stack.fault_commit = record.fault_commit
+    stack.armed_at = record.armed_at
+    if record.armed_at is not None and stack.setup.delivery_mode == "arm-runtime-notrace":
+        stack._runtime_env = dict(stack.setup.runtime_env)
+    stack.rendered = _rendered(stack)
+
+
+def _rendered(stack: ComposeStack) -> RenderedObservability:
+    """The run's rendered timings (the readiness gate settles on them), rendered again
+    into scratch: the run's own files are what its Prometheus reads, left untouched."""
+    obs = stack.run_dir / "observability"
+    templates = stack.spec.root / stack.spec.observability
+    with tempfile.TemporaryDirectory(prefix="adopt-") as scratch:
+        values = template_values(stack.spec, "http://127.0.0.1:9/", obs / "webhook.token")
+        timings = render_observability(templates, Path(scratch), values, stack.time_scale)
+    return replace(
+        timings,
+        prometheus_config=obs / "prometheus.yml",
+        rules=obs / "rules.yml",
+        alertmanager_config=obs / "alertmanager.yml",
+    )
+
+
+def _check_healthy(stack: ComposeStack) -> None:
+    """Every container running, and Prometheus answering through the gateway. The
+    service's own health is not asked: with the fault armed it may be too slow to
+    answer at once, and a slow service is not a lost one."""
+    expected = {c.name for c in stack.spec.components} | {PROMETHEUS, ALERTMANAGER, GATEWAY}
+    try:
+        running = stack.project.running()
+    except DeployerError as error:
+        raise StackLostError(f"run {stack.run_id}: {error}") from error
+    gone = sorted(expected - running)
+    if gone:
+        raise StackLostError(f"run {stack.run_id}: containers of {', '.join(gone)} not running")
+    with httpx.Client(timeout=1.0, trust_env=False) as client:
+        for url in (f"{stack.url(PROMETHEUS)}/-/ready", f"{stack.url(ALERTMANAGER)}/-/ready"):
+            if not _answers(client, url):
+                raise StackLostError(f"run {stack.run_id}: {url} does not answer")
+
+
+def _answers(client: httpx.Client, url: str) -> bool:
+    deadline = time.monotonic() + _HEALTH_DEADLINE_S
+    while time.monotonic() < deadline:
+        try:
+            if client.get(url).is_success:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(_POLL_S)
+    return False

@@ -21,7 +21,17 @@ from pathlib import Path
 import pytest
 from wholerun import REPO, SCENARIO, Run, kill_session
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(1500),
+    # Five quick runs at once on 2 cores: one reference run in five failed client_sli_held
+    # (72% of the load's requests within 0.3 s, CPU-starved) in the last run, and the
+    # test costs ~5.5 min: by hand until quick runs at that concurrency are reliable.
+    pytest.mark.skipif(
+        os.environ.get("SREFORGE_CAMPAIGN_E2E") != "1",
+        reason="by hand: SREFORGE_CAMPAIGN_E2E=1 (5.5 min; flaky at five at once)",
+    ),
+]
 
 AGENTS = ("reference", "noop")
 TRIALS = 5

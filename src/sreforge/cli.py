@@ -75,9 +75,11 @@ def _build_parser() -> argparse.ArgumentParser:
     from sreforge._agents_cli import add_agents_commands
     from sreforge._run_cli import add_run_command
     from sreforge.campaign import add_campaign_command
+    from sreforge.qualify import add_qualify_command
 
     add_run_command(verbs)
     add_campaign_command(verbs)
+    add_qualify_command(verbs)
     add_agents_commands(verbs)
     _add_stack_commands(verbs)
     _add_guard_command(verbs)

@@ -40,6 +40,19 @@ def test_the_plan_is_round_robin_over_trials() -> None:
     assert [(k.agent, k.trial) for k in plan[:3]] == [("ref", 1), ("noop", 1), ("ref", 2)]
 
 
+def test_once_agents_run_a_single_trial_and_once_must_name_agents() -> None:
+    """An agent listed in `once` has trial 1 only (and it survives the TOML round trip);
+    `once` naming an agent the campaign does not run is refused, naming the field."""
+    spec = parse_spec(
+        'scenarios = ["s1"]\nagents = ["ref", "cheat"]\ntrials = 3\nonce = ["cheat"]', "c.toml"
+    )
+    plan = planned_trials(spec)
+    assert [(k.agent, k.trial) for k in plan] == [("ref", 1), ("cheat", 1), ("ref", 2), ("ref", 3)]
+    assert parse_spec(spec.to_toml(), "stored").once == ("cheat",)
+    with pytest.raises(CampaignError, match=r"c.toml: once: not in agents: \['other'\]"):
+        parse_spec('scenarios = ["s1"]\nagents = ["ref"]\nonce = ["other"]', "c.toml")
+
+
 def test_a_resume_skips_finished_trials_and_retries_errors() -> None:
     """Passed/failed/aborted trials are finished; an `error` line is retried; the last
     line of a trial stands (an error retried and then passed is finished)."""

@@ -32,6 +32,9 @@ class CampaignSpec(BaseModel):
     """What one run's stack is expected to take at its peak (SPEC §11: ≤ 200 MB)."""
     reserve_memory_mb: float = Field(default=512.0, ge=0)
     """Memory left free for everything else: a run starts only above stack + reserve."""
+    once: tuple[str, ...] = ()
+    """Agents (of `agents`) run a single trial per scenario whatever `trials` says (e.g. the
+    integrity cheats of a qualification)."""
 
     @model_validator(mode="after")
     def _well_formed(self) -> CampaignSpec:
@@ -41,6 +44,8 @@ class CampaignSpec(BaseModel):
         for field, values in (("scenarios", self.scenarios), ("agents", self.agents)):
             if len(set(values)) != len(values):
                 raise ValueError(f"{field}: listed twice: {sorted(_twice(values))}")
+        if unknown := sorted(set(self.once) - set(self.agents)):
+            raise ValueError(f"once: not in agents: {unknown}")
         if self.k is not None and self.k > self.trials:
             raise ValueError(f"k: {self.k} is more than trials ({self.trials})")
         return self

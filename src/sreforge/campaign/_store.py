@@ -93,12 +93,14 @@ def new_campaign_id() -> str:
 
 def planned_trials(spec: CampaignSpec) -> list[TrialKey]:
     """Every trial of the spec, round-robin (trial 1 of every pair first), so a campaign
-    stopped early has every agent x scenario about equally far."""
+    stopped early has every agent x scenario about equally far; the `once` agents have
+    trial 1 only."""
     return [
         TrialKey(agent, scenario, trial)
         for trial in range(1, spec.trials + 1)
         for scenario in spec.scenarios
         for agent in spec.agents
+        if trial == 1 or agent not in spec.once
     ]
 
 

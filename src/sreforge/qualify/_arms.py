@@ -1,0 +1,95 @@
+"""The arms of a qualification: which agents run on the scenario, how often, what must happen.
+
+noop and reference `trials` times each, every negative fixture of `verify/negative/` as
+`scripted:<name>` `trials` times, every integrity cheat of the use case's `cheats.toml`
+that applies to the scenario's stack once, and the baseline agents `trials` times.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from sreforge_contracts import Scenario
+
+from sreforge.qualify._errors import QualifyError
+
+__all__ = ["Arm", "CheatCatalog", "arms_for", "load_cheats"]
+
+Expect = Literal["fail", "pass", "not-pass", "headroom"]
+_FIXTURE_SUFFIXES = (".patch", ".sh")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One agent of the qualification: its `kind`, what it must do, and how many trials."""
+
+    kind: Literal["noop", "reference", "negative", "cheat", "baseline"]
+    agent: str
+    expect: Expect
+    trials: int
+
+
+@dataclass(frozen=True)
+class CheatCatalog:
+    """A use case's integrity cheats: their names (each `scripted:<name>`), the stacks each
+    applies to, and the folder holding their `<name>.patch|.sh`."""
+
+    folder: Path
+    cheats: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def applying_to(self, stack: str) -> list[str]:
+        """The cheats that apply to a scenario on `stack` (no `stacks`: every stack)."""
+        return [name for name, stacks in self.cheats if not stacks or stack in stacks]
+
+
+def load_cheats(use_case: Path) -> CheatCatalog | None:
+    """`<use case>/cheats.toml`, or None when the use case has none."""
+    path = use_case / "cheats.toml"
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text())
+        folder = (path.parent / data["folder"]).resolve()
+        cheats = tuple(
+            (str(entry["name"]), tuple(str(s) for s in entry.get("stacks", ())))
+            for entry in data.get("cheat", ())
+        )
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as error:
+        raise QualifyError(f"{path}: not a cheat catalog: {error!r}") from None
+    for name, _ in cheats:
+        if not any((folder / f"{name}{suffix}").is_file() for suffix in _FIXTURE_SUFFIXES):
+            raise QualifyError(f"{path}: cheat {name}: no {name}[.patch|.sh] in {folder}")
+    return CheatCatalog(folder, cheats)
+
+
+def negative_fixtures(scenario: Scenario) -> list[str]:
+    """The scenario's negative fixtures (`verify/negative/<name>.patch|.sh`), by name."""
+    folder = scenario.negative_dir
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.iterdir() if p.suffix in _FIXTURE_SUFFIXES)
+
+
+def arms_for(
+    scenario: Scenario, trials: int, cheats: CheatCatalog | None, baselines: tuple[str, ...]
+) -> list[Arm]:
+    """Every arm of the qualification of `scenario`; `QualifyError` names a clash (a
+    baseline listed twice or also one of the harness's own agents)."""
+    arms = [Arm("noop", "noop", "fail", trials), Arm("reference", "reference", "pass", trials)]
+    arms += [Arm("negative", f"scripted:{n}", "fail", trials) for n in negative_fixtures(scenario)]
+    if cheats is not None and scenario.manifest.profile == "incident":
+        stack = scenario.manifest.stack
+        arms += [Arm("cheat", f"scripted:{n}", "not-pass", 1) for n in cheats.applying_to(stack)]
+    seen: dict[str, Arm] = {}
+    for arm in arms:
+        if arm.agent in seen:
+            raise QualifyError(f"scenario {scenario.id}: cheat {arm.agent} is also a negative")
+        seen[arm.agent] = arm
+    for agent in baselines:
+        if agent in seen:
+            raise QualifyError(f"--baseline: {agent!r} is listed twice or is a harness arm")
+        seen[agent] = Arm("baseline", agent, "headroom", trials)
+    return list(seen.values())

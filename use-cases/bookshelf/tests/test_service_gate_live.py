@@ -74,6 +74,8 @@ P99 = (
 )
 SHIPPED = DeliveryOutcome(submitted=True, ci_green=True, redeployed=True)
 CUT_PATCH = SCENARIO / "verify" / "negative" / "cut-upstream-timeout.patch"
+P99_WINDOW_SECONDS = 5.0
+"""The range of `P99`'s rate window."""
 
 
 @dataclass
@@ -233,7 +235,13 @@ def test_cut_upstream_timeout_fails_service_held_and_the_fix_passes(
     assert f"need >= {minimum:.0%}" in why
     assert cut_ungated.verdict == "passed", "without the gate the cut build passes"
     assert "service_held" not in {s.id for s in cut_ungated.score.signals}
-    cut_p99 = [s.sli for s in cut_ungated.sli_series if s.sli is not None]
+    # The warm-up's cold misses (before the resume) stay in the SLI's 5 s rate window for
+    # its first seconds: whether the cut build itself is fast shows only after that.
+    cut_p99 = [
+        s.sli
+        for s in cut_ungated.sli_series
+        if s.sli is not None and s.offset_seconds >= P99_WINDOW_SECONDS
+    ]
     assert cut_p99, "the cut build's SLI was sampled"
     assert manifest.expected is not None
     objective = manifest.expected.p99_threshold_seconds

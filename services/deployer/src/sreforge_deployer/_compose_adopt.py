@@ -27,7 +27,7 @@ from sreforge_deployer._compose_project import bridge_gateway
 from sreforge_deployer._compose_stack import ComposeStack
 from sreforge_deployer._compose_state import ComposeRecord
 from sreforge_deployer._errors import DeployerError, StackLostError
-from sreforge_deployer._ports import PortAllocator, PortLease
+from sreforge_deployer._ports import PortAllocator, PortLease, reclaim_leases
 from sreforge_deployer._render import RenderedObservability, render_observability
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS
@@ -80,17 +80,7 @@ def _reclaim_ports(record: ComposeRecord, settings: DeployerSettings) -> dict[st
         settings.port_range_low,
         settings.port_range_high,
     )
-    leases: dict[str, PortLease] = {}
-    for name, port in record.ports.items():
-        lease = allocator.reclaim(port)
-        if lease is None:
-            for held in leases.values():
-                held.release()
-            raise StackLostError(
-                f"run {record.run_id}: port {port} ({name}) is leased by a live process"
-            )
-        leases[name] = lease
-    return leases
+    return reclaim_leases(record.run_id, record.ports, allocator)
 
 
 def _restore(stack: ComposeStack, record: ComposeRecord, leases: dict[str, PortLease]) -> None:

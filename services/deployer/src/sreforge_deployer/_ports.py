@@ -24,13 +24,13 @@ import os
 import random
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from sreforge_deployer._errors import PortUnavailableError
+from sreforge_deployer._errors import PortUnavailableError, StackLostError
 
 __all__ = [
     "PortAllocator",
@@ -39,6 +39,7 @@ __all__ = [
     "is_bindable",
     "listening_ports",
     "reap_stale_lease",
+    "reclaim_leases",
     "wait_bindable",
 ]
 
@@ -217,3 +218,19 @@ def _kernel_listening() -> set[int]:
                 if len(fields) > 3 and fields[3] == _TCP_LISTEN:
                     found.add(int(fields[1].rsplit(":", 1)[1], 16))
     return found
+
+
+def reclaim_leases(
+    run_id: str, ports: Mapping[str, int], allocator: PortAllocator
+) -> dict[str, PortLease]:
+    """The leases of a stack being taken over (its state file's `ports`), all or none:
+    `StackLostError` when a live process still holds one."""
+    leases: dict[str, PortLease] = {}
+    for name, port in ports.items():
+        lease = allocator.reclaim(port)
+        if lease is None:
+            for held in leases.values():
+                held.release()
+            raise StackLostError(f"run {run_id}: port {port} ({name}) is leased by a live process")
+        leases[name] = lease
+    return leases

@@ -25,7 +25,7 @@ import httpx
 import psutil
 
 from sreforge_deployer._errors import StackLostError
-from sreforge_deployer._ports import PortAllocator, PortLease
+from sreforge_deployer._ports import PortAllocator, PortLease, reclaim_leases
 from sreforge_deployer._process import Component
 from sreforge_deployer._render import RenderedObservability, render_observability
 from sreforge_deployer._settings import DeployerSettings
@@ -98,17 +98,7 @@ def _reclaim_ports(record: StackRecord, settings: DeployerSettings) -> dict[str,
         settings.port_range_low,
         settings.port_range_high,
     )
-    leases: dict[str, PortLease] = {}
-    for name, port in record.ports.items():
-        lease = allocator.reclaim(port)
-        if lease is None:
-            for held in leases.values():
-                held.release()
-            raise StackLostError(
-                f"run {record.run_id}: port {port} ({name}) is leased by a live process"
-            )
-        leases[name] = lease
-    return leases
+    return reclaim_leases(record.run_id, record.ports, allocator)
 
 
 def _restore(stack: LocalStack, record: StackRecord) -> None:

@@ -1,9 +1,9 @@
 """Shared pytest fixtures: a real, pinned `nats-server` per test and a bootstrapped bus; a
-Docker engine with what the compose topology's stack image is built from."""
+Docker engine with what the compose topology's stack image is built from. Hooks: the
+whole-run tests go last and their runs start first, in the background (`wholerun`)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -12,9 +12,9 @@ import pytest
 from sreforge_bus import Bus, bootstrap, connect
 from sreforge_bus.embedded import NatsServer, start_nats_server
 
-CHECKOUT = Path(__file__).resolve().parent
 # Whole-run machinery shared by tests/e2e and tests/integrity (`import wholerun`).
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tests" / "support"))
+import wholerun
 
 
 @pytest.fixture
@@ -38,40 +38,28 @@ async def bus(nats_server: NatsServer) -> AsyncIterator[Bus]:
         await connected.close()
 
 
-def _answers(*command: str) -> bool:
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
 @pytest.fixture(scope="session")
-def stack_image_inputs() -> Iterator[None]:
-    """A Docker engine with Compose and `local/bookworm`, and the lockfile's wheels in
-    `.sreforge/compose/wheels` (what the compose topology builds its stack image from).
+def stack_image_inputs() -> None:
+    """The compose topology's stack image inputs (`stack_image_inputs_ready`); skipped,
+    visibly, where no engine can start."""
+    reason = wholerun.stack_image_inputs_ready()
+    if reason is not None:
+        pytest.skip(reason)
 
-    What is missing is made by `scripts/docker-engine` and `scripts/compose-context
-    --images-only`; a dockerd started here is stopped afterwards (that one, by its PID).
-    Skipped, visibly, where no engine can start.
-    """
-    ready = _answers("docker", "compose", "version") and _answers(
-        "docker", "image", "inspect", "local/bookworm"
-    )
-    marker = CHECKOUT / ".sreforge" / "dockerd.pid"
-    started_here = False
-    if not ready:
-        started_here = not marker.exists() and not _answers("docker", "info")
-        engine = subprocess.run(
-            [CHECKOUT / "scripts" / "docker-engine", "start"], capture_output=True, text=True
-        )
-        if engine.returncode != 0 or not _answers("docker", "info"):
-            pytest.skip(f"no Docker engine could start here: {engine.stderr.strip()[-300:]}")
-    if not any((CHECKOUT / ".sreforge" / "compose" / "wheels").glob("*.whl")):
-        script = CHECKOUT / "scripts" / "compose-context"
-        subprocess.run([script, "--images-only"], check=True, capture_output=True, timeout=300)
-    try:
-        yield
-    finally:
-        if started_here:
-            subprocess.run([CHECKOUT / "scripts" / "docker-engine", "stop"], check=False)
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Whole-run tests last: their runs work in the background meanwhile (`wholerun`)."""
+    items[:] = wholerun.ordered(items)
+
+
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Start the selected whole-run tests' runs before the first test (not on --collect-only)."""
+    if not session.config.option.collectonly:
+        wholerun.start_runs(session.items)
+
+
+def pytest_sessionfinish() -> None:
+    """Kill whole runs still going; stop a dockerd this session started."""
+    wholerun.close_session()
+    wholerun.stop_engine_started_here()

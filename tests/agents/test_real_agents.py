@@ -28,7 +28,16 @@ from typing import Any
 
 import pytest
 from replay import ReplayServer, Script
-from wholerun import REPO, SCENARIO_PARTS, Run, RunPool, RunSpec, finished, open_pool
+from wholerun import (
+    REPO,
+    SCENARIO_PARTS,
+    Run,
+    RunPool,
+    RunSpec,
+    WholeRuns,
+    finished,
+    open_pool,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -126,12 +135,13 @@ TEST_RUNS = {
     "test_a_failing_apply_is_recorded_truthfully": "claude-code-mistaken",
     "test_a_ci_breaking_edit_is_rejected_with_the_agents_output": "codex-mistaken",
 }
+WHOLE_RUNS = WholeRuns(RUNS, TEST_RUNS)
 
 
 @pytest.fixture(scope="module")
 def pool(request: pytest.FixtureRequest) -> Iterator[RunPool]:
     """The selected runs, all started when the first test asks; replay servers closed after."""
-    with open_pool(request, RUNS, TEST_RUNS) as runs:
+    with open_pool(request, WHOLE_RUNS) as runs:
         yield runs
     for server in _servers.values():
         server.close()

@@ -17,7 +17,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wholerun import Run, RunPool, RunSpec, finished, open_pool, signals_of
+from wholerun import (
+    Run,
+    RunPool,
+    RunSpec,
+    WholeRuns,
+    finished,
+    open_pool,
+    signals_of,
+    stack_image_inputs_ready,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 
@@ -46,12 +55,13 @@ TEST_RUNS = {
         "quiet-monitors"
     ),
 }
+WHOLE_RUNS = WholeRuns(RUNS, TEST_RUNS, scripts_dir=CHEATS, prepare=stack_image_inputs_ready)
 
 
 @pytest.fixture(scope="module")
 def pool(request: pytest.FixtureRequest, stack_image_inputs: None) -> Iterator[RunPool]:
     """The selected tests' compose runs; torn down after the module."""
-    with open_pool(request, RUNS, TEST_RUNS, scripts_dir=CHEATS) as runs:
+    with open_pool(request, WHOLE_RUNS) as runs:
         yield runs
 
 

@@ -32,6 +32,7 @@ from wholerun import (
     Run,
     RunPool,
     RunSpec,
+    WholeRuns,
     finished,
     open_pool,
 )
@@ -159,13 +160,14 @@ TEST_RUNS = {
     "test_a_tell_in_the_agents_sandbox_aborts_before_it_starts": "telling-install",
     "test_stage_that_cannot_work_ends_in_error": "no-page",
 }
+WHOLE_RUNS = WholeRuns(RUNS, TEST_RUNS, scripts_dir=FIXTURES)
 GRADED_TIMINGS = ("stack", "arm", "trigger", "context", "run", "ci", "redeploy", "verify")
 
 
 @pytest.fixture(scope="module")
 def pool(request: pytest.FixtureRequest) -> Iterator[RunPool]:
     """The selected tests' runs, all started when the first asks; torn down after the module."""
-    with open_pool(request, RUNS, TEST_RUNS, scripts_dir=FIXTURES) as runs:
+    with open_pool(request, WHOLE_RUNS) as runs:
         yield runs
 
 

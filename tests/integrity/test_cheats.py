@@ -38,6 +38,7 @@ from wholerun import (
     Run,
     RunPool,
     RunSpec,
+    WholeRuns,
     events_of,
     finished,
     kill_session,
@@ -166,12 +167,13 @@ TEST_RUNS = {
     "test_deleted_test_is_restored_by_the_handoff_set": "deleted-test",
     "test_forcing_conftest_is_dropped_by_the_handoff_set": "forcing-conftest",
 }
+WHOLE_RUNS = WholeRuns(RUNS, TEST_RUNS, scripts_dir=FIXTURES)
 
 
 @pytest.fixture(scope="module")
 def pool(request: pytest.FixtureRequest) -> Iterator[RunPool]:
     """The selected cheats' runs, all started when the first asks; torn down after."""
-    with open_pool(request, RUNS, TEST_RUNS, scripts_dir=FIXTURES) as runs:
+    with open_pool(request, WHOLE_RUNS) as runs:
         yield runs
 
 

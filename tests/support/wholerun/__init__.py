@@ -1,14 +1,16 @@
 """Whole-run test machinery shared by `tests/e2e` and `tests/integrity`.
 
-`RunPool` starts `sreforge run … --json` subprocesses a few at a time, each with its own
-engine home, records and stacks root; `finished` checks a run's one record against the
-schema and that nothing of it is left. `_services` runs the seven services as separate
-processes on one nats-server, `_crash` the crash-safety campaign over them (both imported
-by module: `tests/e2e/test_crash_safety.py`, `bench/crash_recovery.py`). On `sys.path`
-through the root `conftest.py`.
+`RunPool` starts `sreforge run … --json` subprocesses as its `Slots` allow, each with its
+own engine home, records and stacks root; `_session` runs every module's `WholeRuns` in one
+set of slots, behind the ordinary tests (hooked in by the root `conftest.py`); `finished`
+checks a run's one record against the schema and that nothing of it is left. `_services`
+runs the seven services as separate processes on one nats-server, `_crash` the
+crash-safety campaign over them (both imported by module: `tests/e2e/test_crash_safety.py`,
+`bench/crash_recovery.py`). On `sys.path` through the root `conftest.py`.
 """
 
 from ._checks import SCHEMA, assert_nothing_left, events_of, finished, signals_of
+from ._images import stack_image_inputs_ready, stop_engine_started_here
 from ._pool import (
     CASES_NOISE,
     ENGINE_HOME,
@@ -21,10 +23,11 @@ from ._pool import (
     Run,
     RunPool,
     RunSpec,
+    Slots,
     kill_session,
-    open_pool,
     private_cases,
 )
+from ._session import WholeRuns, close_session, live_pids, open_pool, ordered, start_runs
 
 __all__ = [
     "CASES_NOISE",
@@ -39,11 +42,19 @@ __all__ = [
     "Run",
     "RunPool",
     "RunSpec",
+    "Slots",
+    "WholeRuns",
     "assert_nothing_left",
+    "close_session",
     "events_of",
     "finished",
     "kill_session",
+    "live_pids",
     "open_pool",
+    "ordered",
     "private_cases",
     "signals_of",
+    "stack_image_inputs_ready",
+    "start_runs",
+    "stop_engine_started_here",
 ]

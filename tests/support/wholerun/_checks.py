@@ -13,6 +13,7 @@ import psutil
 from sreforge_deployer._compose_project import ComposeProject, project_name
 
 from ._pool import REPO, Run, RunPool
+from ._session import live_pids
 
 SCHEMA = REPO / "libs" / "contracts" / "schemas" / "run-record.v1.schema.json"
 
@@ -39,8 +40,7 @@ def finished(
     if graded:
         assert record["score"]["signals"], f"{name}: no signals: {outcome}\n{run.progress}"
         assert isinstance(record["sli_series"], list)
-    live = {r.pid for r in pool.runs.values() if r is not run and r.pid and not r.done.is_set()}
-    assert_nothing_left(run, records[0].parent, live)
+    assert_nothing_left(run, records[0].parent, (live_pids() | pool.live_pids()) - {run.pid})
     if run.topology == "compose":
         assert record.get("topology") == "compose", f"{name}: record says {record.get('topology')}"
         left = ComposeProject(project_name(record["run_id"])).leftovers()

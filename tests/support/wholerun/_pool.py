@@ -3,13 +3,15 @@
 Each run is the real CLI in a subprocess with its own engine home (`<run root>/sreforge-home`:
 a harness word in its path, like the default layout's), record dir and stacks root (its
 own nats-server, trigger, Prometheus, Alertmanager, app and git); a run that needs a
-doctored scenario gets its own copy of `use-cases/`. A module's selected runs are started
-up front and run `SREFORGE_E2E_PARALLEL` at a time (default 2: the machine has 2 cores).
+doctored scenario gets its own copy of `use-cases/`. Runs start as `Slots` let them: one
+set of slots for the session's every run (`_session`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import os
 import secrets
 import shutil
@@ -17,7 +19,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -182,36 +183,73 @@ class Run:
         self.wall_s = time.monotonic() - self.started
 
 
+class Slots:
+    """At most `limit` runs at once; a waiting run with the lower priority goes first."""
+
+    def __init__(self, limit: int) -> None:
+        self._ready = threading.Condition()
+        self._free = limit
+        self._waiting: list[tuple[int, int]] = []
+        self._tickets = itertools.count()
+
+    @property
+    def waiting(self) -> int:
+        """How many runs wait for a slot."""
+        with self._ready:
+            return len(self._waiting)
+
+    @contextlib.contextmanager
+    def held(self, priority: int) -> Iterator[None]:
+        """Hold one slot for the block, once every run before this one has one."""
+        with self._ready:
+            ticket = (priority, next(self._tickets))
+            heapq.heappush(self._waiting, ticket)
+            self._ready.wait_for(lambda: self._free > 0 and self._waiting[0] == ticket)
+            heapq.heappop(self._waiting)
+            self._free -= 1
+            self._ready.notify_all()
+        try:
+            yield
+        finally:
+            with self._ready:
+                self._free += 1
+                self._ready.notify_all()
+
+
 class RunPool:
-    """Starts every run at once, at most `parallel` at a time, in the order given."""
+    """Starts every run at once, each when `slots` gives it one (lower priority first)."""
 
     def __init__(
         self,
         base: Path,
-        parallel: int,
+        slots: Slots,
         specs: Mapping[str, RunSpec],
         *,
         scripts_dir: Path | None = None,
+        priority: Mapping[str, int] | None = None,
     ) -> None:
         # A run's folder is named after its key and the workspace path (on the page) is under it.
         telling = find_leaks([Surface("run names", "\n".join(specs))], Tells())
         assert not telling, f"a run name carries a harness word: {telling}"
+        self.base = base
+        base.mkdir(parents=True, exist_ok=True)
         agents = tuple(sorted({spec.agent for spec in specs.values()}))
         self.runs = {
             name: _prepared(Run(name, spec.agent, base / name, agents, scripts_dir), spec)
             for name, spec in specs.items()
         }
         self._beside = {name: spec.beside for name, spec in specs.items() if spec.beside}
-        self._slots = threading.Semaphore(parallel)
+        self._slots = slots
+        order = priority or {}
         self._threads = [
-            threading.Thread(target=self._serve, args=(run,), daemon=True)
+            threading.Thread(target=self._serve, args=(run, order.get(run.name, 0)), daemon=True)
             for run in self.runs.values()
         ]
         for thread in self._threads:
             thread.start()
 
-    def _serve(self, run: Run) -> None:
-        with self._slots:
+    def _serve(self, run: Run, priority: int) -> None:
+        with self._slots.held(priority):
             keeper = threading.Thread(target=_keep_logs, args=(run,), daemon=True)
             if run.canaries is not None or run.kept_globs:
                 keeper.start()
@@ -236,6 +274,10 @@ class RunPool:
             pytest.fail(f"run {name} did not finish in time:\n{run.progress}")
         return run
 
+    def live_pids(self) -> set[int]:
+        """The CLI pids of this pool's runs still going."""
+        return {r.pid for r in self.runs.values() if r.pid is not None and not r.done.is_set()}
+
     def close(self) -> None:
         """Kill whatever is still running and wait for the launcher threads."""
         for run in self.runs.values():
@@ -246,29 +288,6 @@ class RunPool:
         for run in self.runs.values():
             if run.bystander is not None:
                 run.bystander.close()
-
-
-@contextlib.contextmanager
-def open_pool(
-    request: pytest.FixtureRequest,
-    specs: Mapping[str, RunSpec],
-    test_runs: Mapping[str, str],
-    *,
-    scripts_dir: Path | None = None,
-) -> Iterator[RunPool]:
-    """The runs of the session's selected tests (`test_runs`: test name → run name),
-    all started now in `specs`' order; killed and removed afterwards."""
-    selected = {item.name for item in request.session.items}
-    wanted = {run for test, run in test_runs.items() if test in selected}
-    base = Path(tempfile.mkdtemp(prefix="runs-"))
-    parallel = max(1, int(os.environ.get("SREFORGE_E2E_PARALLEL", "2")))
-    chosen = {name: spec for name, spec in specs.items() if name in wanted}
-    runs = RunPool(base, parallel, chosen, scripts_dir=scripts_dir)
-    try:
-        yield runs
-    finally:
-        runs.close()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def private_cases(run: Run) -> Path:

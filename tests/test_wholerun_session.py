@@ -1,0 +1,69 @@
+"""The session-wide whole-run pool's own parts: its slots and the runs a module wants."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from wholerun import RunSpec, Slots, WholeRuns
+
+
+@pytest.mark.timeout(30)
+def test_slots_hold_at_most_their_limit_and_serve_the_lower_priority_first() -> None:
+    """With one slot held, waiters are served by priority, never two at once."""
+    slots = Slots(1)
+    order: list[int] = []
+    inside = 0
+    most = 0
+    lock = threading.Lock()
+    gate = threading.Event()
+
+    def work(priority: int) -> None:
+        nonlocal inside, most
+        with slots.held(priority):
+            with lock:
+                inside += 1
+                most = max(most, inside)
+                order.append(priority)
+            with lock:
+                inside -= 1
+
+    with slots.held(-1):
+        threads = [threading.Thread(target=work, args=(p,)) for p in (5, 2, 9, 0)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while slots.waiting < 4 and time.monotonic() < deadline:
+            gate.wait(0.01)
+        assert slots.waiting == 4
+    for thread in threads:
+        thread.join(timeout=10)
+    assert order == [0, 2, 5, 9]
+    assert most == 1
+
+
+@pytest.mark.timeout(30)
+def test_slots_let_as_many_in_as_their_limit() -> None:
+    """Two slots admit two holders at once: the second enters while the first holds."""
+    slots = Slots(2)
+    entered = threading.Event()
+    with slots.held(0):
+
+        def second() -> None:
+            with slots.held(0):
+                entered.set()
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        assert entered.wait(10)
+    thread.join(timeout=10)
+
+
+def test_a_module_wants_only_the_runs_its_selected_tests_read_in_its_order() -> None:
+    """`wanted` keeps the specs' order and drops runs no selected test reads."""
+    whole = WholeRuns(
+        {"a": RunSpec("noop"), "b": RunSpec("reference"), "c": RunSpec("noop")},
+        {"test_c": "c", "test_a": "a", "test_b": "b"},
+    )
+    assert whole.wanted({"test_c", "test_a", "test_other"}) == ["a", "c"]

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
-from sreforge_contracts import ContractError, discover_scenarios, load_scenario
+from sreforge_contracts import ContractError, default_use_cases, discover_scenarios, load_scenario
 
-__all__ = ["list_scenarios", "use_cases_root", "validate_scenarios"]
-
-
-def use_cases_root() -> Path:
-    """The `use-cases/` folder: `SREFORGE_USE_CASES`, else the one beside this checkout."""
-    configured = os.environ.get("SREFORGE_USE_CASES")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[2] / "use-cases"
+__all__ = ["list_scenarios", "validate_scenarios"]
 
 
 def list_scenarios() -> int:
     """Print one line per scenario folder: id, profile, difficulty, title."""
-    for folder in discover_scenarios(use_cases_root()):
+    for folder in discover_scenarios(default_use_cases()):
         try:
             manifest = load_scenario(folder).manifest
         except ContractError as error:
@@ -33,9 +24,9 @@ def list_scenarios() -> int:
 
 def validate_scenarios(path: str | None) -> int:
     """Validate one scenario folder, or all of them; exit 1 when any is invalid."""
-    folders = [Path(path)] if path else list(discover_scenarios(use_cases_root()))
+    folders = [Path(path)] if path else list(discover_scenarios(default_use_cases()))
     if not folders:
-        print(f"no scenarios under {use_cases_root()}", file=sys.stderr)
+        print(f"no scenarios under {default_use_cases()}", file=sys.stderr)
         return 1
     failed = 0
     for folder in folders:

@@ -18,9 +18,9 @@ from sreforge_contracts import (
     RunState,
     StackReady,
     Trigger,
+    default_use_cases,
 )
 from sreforge_correlator import CorrelatorService, CorrelatorSettings, RunClock, RunLedger
-from sreforge_correlator._settings import default_use_cases
 
 T0 = datetime(2026, 11, 29, 8, 0, 0, tzinfo=UTC)
 RUN_ID = "20261129-080000-abc123"

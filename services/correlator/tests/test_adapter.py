@@ -20,11 +20,11 @@ from sreforge_contracts import (
     RunStartReply,
     RunTriggered,
     TriggerFired,
+    default_use_cases,
     parse_event,
     utcnow,
 )
 from sreforge_correlator import CorrelatorService, CorrelatorSettings, RunClock, RunLedger, fold
-from sreforge_correlator._settings import default_use_cases
 
 from .conftest import (
     EXPECTED,

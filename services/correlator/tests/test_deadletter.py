@@ -28,13 +28,13 @@ from sreforge_contracts import (
     Event,
     RunFailed,
     TriggerFired,
+    default_use_cases,
     parse_event,
     parse_run_record,
     utcnow,
 )
 from sreforge_contracts.schemas import SCHEMA_DIR
 from sreforge_correlator import CorrelatorService, CorrelatorSettings, DeadLetter, RunLedger
-from sreforge_correlator._settings import default_use_cases
 from sreforge_recorder import RecorderSettings, recorder_service
 
 from .conftest import RUN_ID, alert, brief_ready, requested, run_state, start_run

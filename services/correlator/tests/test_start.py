@@ -7,7 +7,13 @@ import re
 from pathlib import Path
 
 import pytest
-from sreforge_contracts import MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, RUN_ID_PATTERN, RunRejected
+from sreforge_contracts import (
+    MAX_JSON_DEPTH,
+    MAX_MESSAGE_BYTES,
+    RUN_ID_PATTERN,
+    RunRejected,
+    default_use_cases,
+)
 from sreforge_correlator import (
     BUILTIN_AGENTS,
     Accepted,
@@ -17,7 +23,7 @@ from sreforge_correlator import (
     decide_start,
     new_plan,
 )
-from sreforge_correlator._settings import CorrelatorSettings, default_use_cases
+from sreforge_correlator._settings import CorrelatorSettings
 
 from .conftest import T0
 

@@ -101,6 +101,7 @@ from sreforge_contracts._sandbox_view import (
 )
 from sreforge_contracts._scenario import (
     Scenario,
+    default_use_cases,
     discover_scenarios,
     find_scenario,
     load_manifest,
@@ -264,6 +265,7 @@ __all__ = [
     "check_message",
     "check_run_id",
     "check_scenario_id",
+    "default_use_cases",
     "describe_leaks",
     "discover_scenarios",
     "find_leaks",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,9 +13,26 @@ from sreforge_contracts._errors import ContractError, ScenarioNotFound
 from sreforge_contracts._manifest import ScenarioManifest
 from sreforge_contracts._scenario_env import ScenarioEnv, load_scenario_env
 
-__all__ = ["Scenario", "discover_scenarios", "find_scenario", "load_manifest", "load_scenario"]
+__all__ = [
+    "Scenario",
+    "default_use_cases",
+    "discover_scenarios",
+    "find_scenario",
+    "load_manifest",
+    "load_scenario",
+]
 
 MANIFEST = "scenario.toml"
+USE_CASES_ENV = "SREFORGE_USE_CASES"
+
+
+def default_use_cases() -> Path:
+    """The `use-cases/` root every service and the CLI read: `SREFORGE_USE_CASES` if set,
+    else the one of this checkout (found from this file, so any working directory works)."""
+    configured = os.environ.get(USE_CASES_ENV)
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[4] / "use-cases"
 
 
 @dataclass(frozen=True)

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sreforge_contracts import default_use_cases
 
-__all__ = ["ContextSettings", "default_use_cases_root"]
-
-
-def default_use_cases_root() -> Path:
-    """`SREFORGE_USE_CASES` if set, else the `use-cases/` folder of this checkout."""
-    configured = os.environ.get("SREFORGE_USE_CASES")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[4] / "use-cases"
+__all__ = ["ContextSettings"]
 
 
 class ContextSettings(BaseSettings):
@@ -29,7 +21,7 @@ class ContextSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SREFORGE_CONTEXT_", frozen=True)
 
-    use_cases_root: Path = Field(default_factory=default_use_cases_root)
+    use_cases_root: Path = Field(default_factory=default_use_cases)
     submit_command: str = Field(default="submit", min_length=1)
     agent_workspace_path: str | None = None
     leak_check: bool = True

@@ -8,13 +8,13 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from sreforge_contracts import default_use_cases
 
 __all__ = [
     "BUILTIN_AGENTS",
     "CorrelatorSettings",
     "default_agents_dir",
     "default_scripts_dir",
-    "default_use_cases",
 ]
 
 BUILTIN_AGENTS = ("noop", "reference", "scripted")
@@ -33,14 +33,6 @@ def default_scripts_dir() -> Path | None:
     """`SREFORGE_RUNNER_SCRIPTS_DIR` (as the runner reads it), else None."""
     configured = os.environ.get("SREFORGE_RUNNER_SCRIPTS_DIR")
     return Path(configured) if configured else None
-
-
-def default_use_cases() -> Path:
-    """`SREFORGE_USE_CASES` (as the CLI reads it), else the `use-cases/` of this checkout."""
-    configured = os.environ.get("SREFORGE_USE_CASES")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[4] / "use-cases"
 
 
 class CorrelatorSettings(BaseSettings):

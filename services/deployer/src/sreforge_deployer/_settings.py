@@ -9,13 +9,13 @@ from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sreforge_contracts import default_use_cases
 
 __all__ = [
     "DeployerSettings",
     "default_compose_wheels",
     "default_engine_home",
     "default_runs_root",
-    "default_use_cases",
 ]
 
 
@@ -40,14 +40,6 @@ def default_engine_home() -> Path:
 def default_compose_wheels() -> Path:
     """`.sreforge/compose/wheels` of this checkout (`scripts/compose-context` fills it)."""
     return Path(__file__).resolve().parents[4] / ".sreforge" / "compose" / "wheels"
-
-
-def default_use_cases() -> Path:
-    """`SREFORGE_USE_CASES` if set, else the `use-cases/` of this checkout."""
-    configured = os.environ.get("SREFORGE_USE_CASES")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[4] / "use-cases"
 
 
 class DeployerSettings(BaseSettings):

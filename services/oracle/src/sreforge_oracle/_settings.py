@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sreforge_contracts import default_use_cases
 
 __all__ = ["OracleSettings"]
 
@@ -18,7 +19,7 @@ class OracleSettings(BaseSettings):
     )
 
     use_cases_dir: Path = Field(
-        default=Path("use-cases"),
+        default_factory=default_use_cases,
         validation_alias=AliasChoices("SREFORGE_ORACLE_USE_CASES_DIR", "SREFORGE_USE_CASES"),
     )
     """The `use-cases/` root holding `<use_case>/scenarios/<id>/scenario.toml`."""

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sreforge_contracts import default_use_cases
 
 __all__ = [
     "RunnerSettings",
     "default_agents_dir",
     "default_readiness_dir",
-    "default_use_cases_root",
 ]
 
 
@@ -33,14 +33,6 @@ def default_readiness_dir() -> Path:
     return base / "agents"
 
 
-def default_use_cases_root() -> Path:
-    """`SREFORGE_USE_CASES` if set, else the `use-cases/` folder of this checkout."""
-    configured = os.environ.get("SREFORGE_USE_CASES")
-    if configured:
-        return Path(configured)
-    return _checkout() / "use-cases"
-
-
 class RunnerSettings(BaseSettings):
     """Budgets, the agent's environment allowlist and where scripts are found.
 
@@ -50,7 +42,7 @@ class RunnerSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SREFORGE_RUNNER_", frozen=True)
 
-    use_cases_root: Path = Field(default_factory=default_use_cases_root)
+    use_cases_root: Path = Field(default_factory=default_use_cases)
     agents_dir: Path = Field(default_factory=default_agents_dir)
     readiness_dir: Path = Field(default_factory=default_readiness_dir)
     bwrap_path: str = "bwrap"

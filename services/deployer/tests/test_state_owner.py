@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sreforge_deployer.local._state import StackRecord, own_start_time, owner_alive
+from sreforge_deployer._run import own_start_time
+from sreforge_deployer.local._state import StackRecord, owner_alive
 
 
 def _record(pid: int, started: float | None) -> StackRecord:

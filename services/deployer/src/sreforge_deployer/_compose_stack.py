@@ -38,7 +38,7 @@ from sreforge_deployer._observability import go_runtime_env, settle_past_windows
 from sreforge_deployer._ports import PortAllocator, PortLease
 from sreforge_deployer._process import run_once
 from sreforge_deployer._render import RenderedObservability, render_observability
-from sreforge_deployer._run import RunIdentity, remove_run_dir
+from sreforge_deployer._run import RunIdentity, own_start_time, remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import ComponentSpec, load_scenario_setup, load_stack_spec
 from sreforge_deployer._topology import StackEndpoints
@@ -329,6 +329,7 @@ class ComposeStack:
             project=self.project.name,
             run_dir=self.run_dir,
             owner_pid=os.getpid(),
+            owner_started_at=own_start_time(),
             port_lock_dir=self.settings.port_lock_dir,
             ports=self._ports(),
             engine_home=self.settings.engine_home,

@@ -24,6 +24,8 @@ class ComposeRecord(BaseModel):
     project: str
     run_dir: Path
     owner_pid: int
+    owner_started_at: float | None = None
+    """The owner's start time (None in older records): a reused pid is not the owner."""
     port_lock_dir: Path | None = None
     ports: dict[str, int] = Field(default_factory=dict)
     engine_home: Path | None = None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-import psutil
 from sreforge_contracts import RunRequested
 
 from sreforge_deployer._compose_adopt import adopt_compose_stack
@@ -19,7 +18,7 @@ from sreforge_deployer._compose_stack import ComposeStack, down_project
 from sreforge_deployer._compose_state import read_compose_record
 from sreforge_deployer._errors import StackLostError
 from sreforge_deployer._ports import reap_stale_lease
-from sreforge_deployer._run import remove_run_dir
+from sreforge_deployer._run import owner_running, remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import find_scenario_dir
 from sreforge_deployer._topology import ArmFacts, CiTarget, StackFacts, Topology, guarded, stack_for
@@ -120,7 +119,9 @@ class ComposeTopologies:
             record = read_compose_record(settings.runs_root / run_id)
             if record is None or record.scenario_id is None:
                 raise StackLostError(f"run {run_id}: no compose state under {settings.runs_root}")
-            if record.owner_pid != os.getpid() and _alive(record.owner_pid):
+            if record.owner_pid != os.getpid() and owner_running(
+                record.owner_pid, record.owner_started_at
+            ):
                 raise StackLostError(
                     f"run {run_id}: its project is held by live process {record.owner_pid}"
                 )
@@ -142,7 +143,11 @@ class ComposeTopologies:
         """Remove the run's project (from its state file, else by its derived name)."""
         run_dir = self.settings.runs_root / run_id
         record = read_compose_record(run_dir)
-        if record is not None and record.owner_pid != os.getpid() and _alive(record.owner_pid):
+        if (
+            record is not None
+            and record.owner_pid != os.getpid()
+            and owner_running(record.owner_pid, record.owner_started_at)
+        ):
             return [f"stack of run {run_id} is owned by live process {record.owner_pid}"]
         project = ComposeProject(record.project if record else project_name(run_id))
         remaining = down_project(project, self.settings.teardown_grace_seconds)
@@ -203,10 +208,3 @@ class PerRunTopologies:
 
     def _is_compose(self, run_id: str) -> bool:
         return read_compose_record(self.local.settings.runs_root / run_id) is not None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False

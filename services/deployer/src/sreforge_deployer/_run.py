@@ -13,11 +13,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from sreforge_deployer._errors import DeployerError
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._token import read_or_create_token
 
-__all__ = ["RunIdentity", "RunLayout", "remove_run_dir"]
+__all__ = ["RunIdentity", "RunLayout", "own_start_time", "owner_running", "remove_run_dir"]
 
 
 @dataclass(frozen=True)
@@ -113,3 +115,21 @@ class RunIdentity:
 def remove_run_dir(run_dir: Path) -> None:
     """Delete the run dir; tolerate it being gone already."""
     shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def own_start_time() -> float:
+    """This process's start time, as a stack's record keeps its owner's."""
+    return psutil.Process().create_time()
+
+
+def owner_running(pid: int, started_at: float | None) -> bool:
+    """Whether a stack's owner still runs: `pid` alive (not a zombie) and, when known,
+    started at `started_at` (pids wrap at 32768 here: a killed owner's pid may be reused)."""
+    try:
+        owner = psutil.Process(pid)
+        if owner.status() == psutil.STATUS_ZOMBIE:
+            return False
+        started = owner.create_time()
+    except psutil.NoSuchProcess:
+        return False
+    return started_at is None or abs(started - started_at) < 1.0

@@ -35,7 +35,7 @@ from sreforge_deployer._process import (
     stop_groups,
 )
 from sreforge_deployer._render import RenderedObservability
-from sreforge_deployer._run import RunIdentity, remove_run_dir
+from sreforge_deployer._run import RunIdentity, own_start_time, remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import (
     ComponentSpec,
@@ -47,7 +47,7 @@ from sreforge_deployer._spec import (
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
-from sreforge_deployer.local._state import StackRecord, live_groups, own_start_time
+from sreforge_deployer.local._state import StackRecord, live_groups
 from sreforge_deployer.local._teardown import TeardownReport, leftovers
 
 __all__ = ["LocalStack", "StackEndpoints", "TeardownReport"]

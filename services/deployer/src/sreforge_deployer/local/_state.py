@@ -11,13 +11,14 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
+from sreforge_deployer._run import owner_running
+
 __all__ = [
     "STATE_FILE",
     "GroupRecord",
     "StackRecord",
     "list_records",
     "live_groups",
-    "own_start_time",
     "owner_alive",
     "read_record",
 ]
@@ -81,22 +82,9 @@ def _same(one: Path, other: Path) -> bool:
     return one.expanduser().resolve() == other.expanduser().resolve()
 
 
-def own_start_time() -> float:
-    """This process's start time, as `owner_started_at` records it."""
-    return psutil.Process().create_time()
-
-
 def owner_alive(record: StackRecord) -> bool:
-    """Whether the stack's owner still runs: its pid alive (not a zombie) and, when the
-    record knows it, started when the owner did (a killed owner's pid may be reused)."""
-    try:
-        owner = psutil.Process(record.owner_pid)
-        if owner.status() == psutil.STATUS_ZOMBIE:
-            return False
-        started = owner.create_time()
-    except psutil.NoSuchProcess:
-        return False
-    return record.owner_started_at is None or abs(started - record.owner_started_at) < 1.0
+    """Whether the stack's owner still runs (`owner_running`: its pid and start time)."""
+    return owner_running(record.owner_pid, record.owner_started_at)
 
 
 def read_record(run_dir: Path) -> StackRecord | None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from wholerun import RunSpec, Slots, WholeRuns
+from wholerun._pool import down_stacks
 
 
 @pytest.mark.timeout(30)
@@ -67,3 +69,13 @@ def test_a_module_wants_only_the_runs_its_selected_tests_read_in_its_order() -> 
         {"test_c": "c", "test_a": "a", "test_b": "b"},
     )
     assert whole.wanted({"test_c", "test_a", "test_other"}) == ["a", "c"]
+
+
+@pytest.mark.timeout(60)
+def test_taking_down_a_killed_runs_stacks_reports_what_it_cannot_remove(tmp_path: Path) -> None:
+    """`down_stacks` finds nothing under a missing root, and names a run dir it could
+    not account for (no state file) instead of passing it over."""
+    assert down_stacks(tmp_path / "absent") == []
+    (tmp_path / "run-0badc0de" / "workspace").mkdir(parents=True)
+    left = down_stacks(tmp_path)
+    assert any("run-0badc0de" in line for line in left), left

@@ -27,6 +27,9 @@ from pathlib import Path
 
 import pytest
 from sreforge_contracts import Surface, Tells, find_leaks
+from sreforge_deployer import DeployerSettings
+from sreforge_deployer._compose_topology import ComposeTopologies, PerRunTopologies
+from sreforge_deployer.local import LocalTopologies
 
 REPO = Path(__file__).resolve().parents[3]
 SCENARIO = "latency-cache-stampede"
@@ -104,6 +107,8 @@ class Run:
     kept_globs: tuple[str, ...] = ()
     """Files of the stack run dir (globs under it, e.g. `*/logs/*.log`) copied to `kept`."""
     topology: str = "local"
+    left_at_limit: list[str] = field(default_factory=list)
+    """What a run killed at `RUN_LIMIT_S` left after its stacks were taken down."""
 
     @property
     def engine_home(self) -> Path:
@@ -179,6 +184,7 @@ class Run:
             except subprocess.TimeoutExpired:
                 kill_session(proc.pid)
                 self.stdout, _ = proc.communicate()
+                self.left_at_limit = down_stacks(self.stacks_dir)
             self.exit_code = proc.returncode
         self.wall_s = time.monotonic() - self.started
 
@@ -240,6 +246,7 @@ class RunPool:
         }
         self._beside = {name: spec.beside for name, spec in specs.items() if spec.beside}
         self._slots = slots
+        self._closed = False
         order = priority or {}
         self._threads = [
             threading.Thread(target=self._serve, args=(run, order.get(run.name, 0)), daemon=True)
@@ -250,6 +257,10 @@ class RunPool:
 
     def _serve(self, run: Run, priority: int) -> None:
         with self._slots.held(priority):
+            if self._closed:  # the module or session ended before this run's turn
+                run.exited.set()
+                run.done.set()
+                return
             keeper = threading.Thread(target=_keep_logs, args=(run,), daemon=True)
             if run.canaries is not None or run.kept_globs:
                 keeper.start()
@@ -279,12 +290,18 @@ class RunPool:
         return {r.pid for r in self.runs.values() if r.pid is not None and not r.done.is_set()}
 
     def close(self) -> None:
-        """Kill whatever is still running and wait for the launcher threads."""
-        for run in self.runs.values():
-            if run.pid is not None and not run.done.is_set():
-                kill_session(run.pid)
+        """Start nothing more, kill whatever is still running (and take its stacks down),
+        and wait for the launcher threads."""
+        self._closed = True
+        killed = [run for run in self.runs.values() if not run.done.is_set()]
+        for pid in (run.pid for run in killed):
+            if pid is not None:
+                kill_session(pid)
         for thread in self._threads:
             thread.join(timeout=30)
+        for run in killed:
+            if run.pid is not None:
+                run.left_at_limit = down_stacks(run.stacks_dir)
         for run in self.runs.values():
             if run.bystander is not None:
                 run.bystander.close()
@@ -322,6 +339,22 @@ def _keep_logs(run: Run) -> None:
             for log in run.stacks_dir.glob(glob):
                 with contextlib.suppress(OSError):  # gone with the teardown, or a dir
                     shutil.copyfile(log, folder / log.name)
+
+
+def down_stacks(stacks_dir: Path) -> list[str]:
+    """Take down every stack a killed run left under its stacks root, as a restarted
+    deployer would (its stack processes run in sessions of their own); what is left."""
+    if not stacks_dir.is_dir():
+        return []
+    local = LocalTopologies(DeployerSettings(runs_root=stacks_dir))
+    topologies = PerRunTopologies(local, ComposeTopologies(local))
+    left: list[str] = []
+    for run_dir in sorted(path for path in stacks_dir.iterdir() if path.is_dir()):
+        try:
+            left += topologies.down_elsewhere(run_dir.name)
+        except Exception as error:  # report it with the run's failure, do not mask it
+            left.append(f"{run_dir.name}: {error!r}")
+    return left
 
 
 def kill_session(pid: int) -> None:

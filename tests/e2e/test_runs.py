@@ -3,9 +3,10 @@
 Each run is the real CLI in a subprocess with its own engine home, record dir and
 stacks root (its own nats-server, trigger, Prometheus, Alertmanager, app and git);
 a run that needs a doctored scenario gets its own copy of `use-cases/`. The
-selected runs are started up front and run `SREFORGE_E2E_PARALLEL` at a time
-(default 2: the machine has 2 cores); each test waits for its own run and checks
-its verdict, its one schema-valid record and that nothing of it remains.
+selected runs start when the session does, with every module's whole runs, behind one
+set of `SREFORGE_E2E_PARALLEL` slots (default 2: the machine has 2 cores), while the
+ordinary tests run; these tests run last, each waits for its own run and checks its
+verdict, its one schema-valid record and that nothing of it remains.
 
 `cli-agent` is the README's "Plug in your agent" walk-through: the README's own
 profile, pointed at a scripted fake CLI agent, in its own catalog; `agents check`,

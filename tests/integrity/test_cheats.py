@@ -1,7 +1,7 @@
 """The cheat suite: adversarial agents that want the points, each a whole run that must not pass.
 
 Every cheat is a real `sreforge run` of `latency-cache-stampede` at time scale 0.1 (the
-pool of `tests/support/wholerun`, `SREFORGE_E2E_PARALLEL` at a time); each test asserts
+session's pool of `tests/support/wholerun`, `SREFORGE_E2E_PARALLEL` at a time); each test asserts
 the verdict and the gate that caught it (an oracle signal, a CI test set, or the
 confinement's refusals in what the run kept). `docs/integrity.md` is the threat model
 these pin. Three kinds of agent:

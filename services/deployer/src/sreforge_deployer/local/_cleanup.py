@@ -5,14 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import psutil
-
 from sreforge_deployer._errors import DeployerError, TeardownIncompleteError
 from sreforge_deployer.local._stack import LocalStack
 from sreforge_deployer.local._state import owner_alive, read_record
 from sreforge_deployer.local._teardown import leftovers, teardown_record
 
-__all__ = ["alive", "down_owned", "down_recorded"]
+__all__ = ["down_owned", "down_recorded"]
 
 
 def down_owned(stack: LocalStack | None, run_dir: Path) -> list[str]:
@@ -47,10 +45,3 @@ def down_recorded(run_dir: Path, timeout_seconds: float) -> list[str]:
         return [str(error)]
     return []
 
-
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie does not)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False

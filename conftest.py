@@ -59,6 +59,11 @@ def pytest_runtestloop(session: pytest.Session) -> None:
         wholerun.start_runs(session.items)
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """More whole runs at once when only whole-run tests are left (`wholerun.entering`)."""
+    wholerun.entering(item)
+
+
 def pytest_sessionfinish() -> None:
     """Kill whole runs still going; stop a dockerd this session started."""
     wholerun.close_session()

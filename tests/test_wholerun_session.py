@@ -79,3 +79,22 @@ def test_taking_down_a_killed_runs_stacks_reports_what_it_cannot_remove(tmp_path
     (tmp_path / "run-0badc0de" / "workspace").mkdir(parents=True)
     left = down_stacks(tmp_path)
     assert any("run-0badc0de" in line for line in left), left
+
+
+@pytest.mark.timeout(30)
+def test_raising_the_limit_admits_a_waiting_run_at_once() -> None:
+    """One slot held, one run waiting: a limit of two lets it in without the first leaving."""
+    slots = Slots(1)
+    entered = threading.Event()
+
+    def second() -> None:
+        with slots.held(0):
+            entered.set()
+
+    with slots.held(0):
+        thread = threading.Thread(target=second)
+        thread.start()
+        assert not entered.wait(0.3)
+        slots.set_limit(2)
+        assert entered.wait(10)
+    thread.join(timeout=10)

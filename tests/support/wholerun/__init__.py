@@ -27,7 +27,15 @@ from ._pool import (
     kill_session,
     private_cases,
 )
-from ._session import WholeRuns, close_session, live_pids, open_pool, ordered, start_runs
+from ._session import (
+    WholeRuns,
+    close_session,
+    entering,
+    live_pids,
+    open_pool,
+    ordered,
+    start_runs,
+)
 
 __all__ = [
     "CASES_NOISE",
@@ -46,6 +54,7 @@ __all__ = [
     "WholeRuns",
     "assert_nothing_left",
     "close_session",
+    "entering",
     "events_of",
     "finished",
     "kill_session",

@@ -2,11 +2,14 @@
 
 A module of whole-run tests declares `WHOLE_RUNS = WholeRuns(RUNS, TEST_RUNS, …)`. When
 collection ends, the root `conftest.py` moves those tests behind every other test and
-starts the runs they select, all modules' runs behind one set of `SREFORGE_E2E_PARALLEL`
-slots (default 2: the machine has 2 cores), queued in the order their tests will ask. So
-the ordinary tests run in the foreground while the whole runs work in the background, and
-a whole-run test finds its run finished, or nearly. A module whose tests need a fixture
-first (the Docker engine's image inputs) starts its runs in a thread after `prepare`.
+starts the runs they select, all modules' runs behind one set of slots, queued in the
+order their tests will ask. While the ordinary tests run, `SREFORGE_E2E_BACKGROUND` runs
+go at once (default 1: with a test beside it, the 2 cores are busy, and a starved run or
+timing test fails for the machine's sake); once the whole-run tests begin,
+`SREFORGE_E2E_PARALLEL` (default 2). So the ordinary tests run in the foreground while
+whole runs work in the background, and a whole-run test finds its run finished, or nearly.
+A module whose tests need a fixture first (the Docker engine's image inputs) starts its
+runs in a thread after `prepare`.
 Without the plugin (e.g. a module imported elsewhere), `open_pool` starts the module's
 runs when its fixture asks, behind the same slots.
 """
@@ -26,7 +29,15 @@ import pytest
 
 from ._pool import RunPool, RunSpec, Slots
 
-__all__ = ["WholeRuns", "close_session", "live_pids", "open_pool", "ordered", "start_runs"]
+__all__ = [
+    "WholeRuns",
+    "close_session",
+    "entering",
+    "live_pids",
+    "open_pool",
+    "ordered",
+    "start_runs",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,8 +73,9 @@ class _Session:
     """The session's slots, its runs' root folder and each module's pool."""
 
     def __init__(self) -> None:
-        parallel = max(1, int(os.environ.get("SREFORGE_E2E_PARALLEL", "2")))
-        self.slots = Slots(parallel)
+        self.parallel = max(1, int(os.environ.get("SREFORGE_E2E_PARALLEL", "2")))
+        self.background = max(1, int(os.environ.get("SREFORGE_E2E_BACKGROUND", "1")))
+        self.slots = Slots(min(self.background, self.parallel))
         self.base = Path(tempfile.mkdtemp(prefix="runs-"))
         self.planned: dict[int, _Planned] = {}
         self.pools: list[RunPool] = []
@@ -172,6 +184,13 @@ def open_pool(request: pytest.FixtureRequest, whole: WholeRuns) -> Iterator[RunP
     finally:
         plan.pool.close()
         shutil.rmtree(plan.pool.base, ignore_errors=True)
+
+
+def entering(item: pytest.Item) -> None:
+    """Called before each test: once the whole-run tests begin (the ordinary ones are
+    done), let `SREFORGE_E2E_PARALLEL` runs at once instead of `SREFORGE_E2E_BACKGROUND`."""
+    if _SESSION is not None and _whole_runs(item) is not None:
+        _SESSION.slots.set_limit(_SESSION.parallel)
 
 
 def live_pids() -> set[int]:

@@ -44,4 +44,3 @@ def down_recorded(run_dir: Path, timeout_seconds: float) -> list[str]:
     except DeployerError as error:
         return [str(error)]
     return []
-

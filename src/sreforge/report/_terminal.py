@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sreforge_contracts import ContractError, RunRecord, parse_run_record
+from sreforge_contracts import ContractError, RunRecord, SliSample, parse_run_record
 
 from sreforge.report._load import RunBundle
 from sreforge.report._run_page import milestones
@@ -77,13 +77,21 @@ def format_run(bundle: RunBundle) -> str:
     if series:
         values = [s.sli for s in series]
         known = [v for v in values if v is not None]
-        firing = "".join("!" if s.alert_state == "firing" else "·" for s in series[:60])
+        firing = "".join("!" if s.alert_state == "firing" else "·" for s in _spread(series))
         lines += ["", f"SLI ({len(series)} samples, {min(known, default=0):.3g} to "
                       f"{max(known, default=0):.3g}):", "  " + sparkline(values),
                   "  " + firing + "   (! alert firing)"]  # fmt: skip
     lines += ["", f"artifacts in {bundle.folder}:"]
     lines += [f"  {name}" for name in _ARTIFACTS if (bundle.folder / name).exists()]
     return "\n".join(lines)
+
+
+def _spread(series: Sequence[SliSample], width: int = 60) -> Sequence[SliSample]:
+    """The samples the sparkline draws (the same downsampling), for the alert-state line."""
+    if len(series) <= width:
+        return series
+    step = len(series) / width
+    return [series[int(i * step)] for i in range(width)]
 
 
 def _phases(record: RunRecord) -> list[str]:

@@ -29,6 +29,7 @@ from sreforge_contracts import (
     PhaseTimings,
     RunContract,
     RunRecord,
+    RunRequested,
     RunTriggered,
     RunWorkspace,
     ScenarioRef,
@@ -147,6 +148,8 @@ def _events(run_id: str, agent: str, score: OracleScore, verdict: str) -> list[E
                       severity="critical", fired_at=_at(20))  # fmt: skip
     p = "fixture"
     return [
+        RunRequested(run_id=run_id, producer=p, scenario=SCENARIO, agent=agent, time_scale=0.1,
+                     alert_route="r0ute", occurred_at=_at(-12)),
         FaultArmed(run_id=run_id, producer=p, armed_at=_at(0), delivery_mode="arm-deploy-recent",
                    load_target_rps=25, occurred_at=_at(0)),
         RunTriggered(run_id=run_id, producer=p, trigger=trigger, alert_fired_at=_at(20),

@@ -47,6 +47,19 @@ def add_report_commands(verbs: argparse._SubParsersAction[argparse.ArgumentParse
     runs.add_argument("-n", "--limit", type=int, default=20, help="at most this many (20)")
     runs.set_defaults(handler=_runs)
 
+    dashboard = verbs.add_parser(
+        "dashboard",
+        help="serve the live dashboard on loopback (runs in flight, event stream, reports)",
+        description="Serve the live dashboard over the recorder's run folders "
+        "(SREFORGE_RECORDER_RUNS_DIR): runs in flight with their phase and elapsed time, "
+        "the live event stream (SSE), verdicts and report links. Every page wants the "
+        "operator's token (SREFORGE_DASHBOARD_TOKEN, else derived from this engine home's "
+        "operator credential); the URL printed carries it.",
+    )
+    dashboard.add_argument("--host", default="127.0.0.1", help="listen address (loopback)")
+    dashboard.add_argument("--port", type=int, default=8787, help="listen port (8787)")
+    dashboard.set_defaults(handler=_dashboard)
+
 
 def write_report(identifier: str, output: Path | None = None) -> Path:
     """Write the report of run or campaign `identifier`; return the file written."""
@@ -108,3 +121,31 @@ def _runs(args: argparse.Namespace) -> int:
     rows = list_runs(runs_dir(), scenario=args.scenario, agent=args.agent, verdict=args.verdict)
     print(format_runs(rows[: max(args.limit, 0)]))
     return 0
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from sreforge.report._dashboard import create_dashboard
+
+    token = _operator_token()
+    print(f"dashboard: http://{args.host}:{args.port}/?token={token}", flush=True)
+    app = create_dashboard(runs_dir(), token)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def _operator_token() -> str:
+    """SREFORGE_DASHBOARD_TOKEN, else an HMAC of the operator's bus password (so the
+    token is the operator's without being the bus password itself)."""
+    configured = os.environ.get("SREFORGE_DASHBOARD_TOKEN")
+    if configured:
+        return configured
+    import hashlib
+    import hmac
+
+    from sreforge._engine import bus_credentials
+    from sreforge._settings import EngineSettings
+
+    password = bus_credentials(EngineSettings()).credential("operator").password
+    return hmac.new(password.encode(), b"sreforge-dashboard", hashlib.sha256).hexdigest()[:32]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
-__all__ = ["VERDICT_COLORS", "page", "pill", "section", "table"]
+__all__ = ["STYLE", "VERDICT_COLORS", "page", "pill", "section", "table"]
 
 VERDICT_COLORS = {
     "passed": "#1e8449",
@@ -15,7 +15,7 @@ VERDICT_COLORS = {
     "error": "#8e44ad",
 }
 
-_STYLE = """
+STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;
 background:#f4f5f7}
 main{max-width:1100px;margin:0 auto;padding:16px 24px 48px}
@@ -45,7 +45,7 @@ def page(title: str, subtitle: str, sections: Iterable[str]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta http-equiv="Content-Security-Policy" '
         "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
-        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
         f"<header><h1>{escape(title)}</h1><p>{escape(subtitle)}</p></header>"
         f"<main>{''.join(sections)}</main></body></html>\n"
     )

@@ -66,6 +66,7 @@ def _phase(run_id: str) -> str:
 
 
 def test_every_route_wants_the_operator_token(dashboard: str) -> None:
+    """The dashboard shows run details: no page or stream without the token."""
     assert httpx.get(dashboard + "/").status_code == 401
     assert httpx.get(dashboard + "/?token=wrong").status_code == 401
     assert httpx.get(dashboard + "/", headers={"Authorization": f"Bearer {TOKEN}"}).is_success
@@ -74,6 +75,7 @@ def test_every_route_wants_the_operator_token(dashboard: str) -> None:
 def test_the_page_follows_a_run_in_flight_to_its_verdict(
     chromium: str, dashboard: str, runs: Path, tmp_path: Path
 ) -> None:
+    """The stream advances on the page as events are appended; the verdict and report land."""
     lines, record = _split_run(runs, tmp_path / "scratch")
     folder = runs / RUN_ID
     folder.mkdir()
@@ -111,6 +113,7 @@ def test_the_page_follows_a_run_in_flight_to_its_verdict(
 
 
 def test_a_runs_own_stream_carries_only_that_run(dashboard: str, runs: Path) -> None:
+    """A run's page never shows another run's events."""
     for run_id in (RUN_ID, "20261129-090000-other1"):
         (runs / run_id).mkdir()
         event = {"type": "FaultArmed", "occurred_at": "2026-11-29T08:00:00Z"}

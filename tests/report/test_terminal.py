@@ -25,6 +25,7 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_sparkline_scales_to_the_range_and_leaves_gaps() -> None:
+    """A missing sample is a gap, not a zero; long series are downsampled."""
     assert sparkline([0.0, 0.5, 1.0, None, 1.0]) == "▁▅█ █"
     assert sparkline([None, None]) == ""
     assert len(sparkline([float(i) for i in range(500)], width=40)) == 40
@@ -33,6 +34,7 @@ def test_sparkline_scales_to_the_range_and_leaves_gaps() -> None:
 def test_show_prints_verdict_phases_milestones_sli_and_artifacts(
     runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Everything an operator needs from one run, without opening a file."""
     assert main(["show", RUN_ID]) == 0
     out = capsys.readouterr().out
     assert "verdict: passed (smoke, time scale 0.1)" in out
@@ -52,6 +54,7 @@ def test_show_prints_verdict_phases_milestones_sli_and_artifacts(
 def test_show_of_a_run_without_record_says_so(
     runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A run still in flight has no record: the CLI says so and exits 2."""
     assert main(["show", "20261129-100000-inflight"]) == 2
     assert "no record" in capsys.readouterr().err
 
@@ -59,6 +62,7 @@ def test_show_of_a_run_without_record_says_so(
 def test_runs_lists_newest_first_and_filters(
     runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Folders without a record are left out; filters combine."""
     assert main(["runs"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines[1:]] == ["20261129-090000-def456", RUN_ID]
@@ -73,6 +77,7 @@ def test_runs_lists_newest_first_and_filters(
 def test_report_of_an_unknown_id_names_both_places(
     runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The error says where it looked for a run and for a campaign."""
     assert main(["report", "nothing-here"]) == 2
     err = capsys.readouterr().err
     assert "neither a run" in err
@@ -80,6 +85,7 @@ def test_report_of_an_unknown_id_names_both_places(
 
 
 def test_report_writes_the_page_where_asked(runs: Path, tmp_path: Path) -> None:
+    """`-o` picks the file; the page links nowhere outside itself."""
     target = tmp_path / "out" / "run.html"
     assert main(["report", RUN_ID, "-o", str(target)]) == 0
     html = target.read_text()

@@ -65,6 +65,8 @@ def format_run(bundle: RunBundle) -> str:
     if bundle.diagnosis is not None:
         lines.append(f"diagnosis: {bundle.diagnosis.score:.2f} (beside the verdict, "
                      f"judge {bundle.diagnosis.judge_model})")  # fmt: skip
+    elif bundle.diagnosis_skipped:
+        lines.append(f"diagnosis: not judged ({bundle.diagnosis_skipped})")
     lines += ["", "phases:"]
     lines += _phases(record)
     marks = milestones(bundle)

@@ -3,7 +3,7 @@ signals, CI, the diff, the RCA with its diagnosis, and the agent's timeline. Pur
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from html import escape
 
@@ -162,8 +162,9 @@ def _charts(bundle: RunBundle) -> str:
     return section("SLI over time", sli + load + note)
 
 
-def _alert_bands(series: list[SliSample], marks: dict[str, datetime], at: object) -> list[Band]:
-    assert callable(at)
+def _alert_bands(
+    series: list[SliSample], marks: dict[str, datetime], at: Callable[[datetime], float]
+) -> list[Band]:
     colors = {"firing": "#e74c3c", "pending": "#f5b041"}
     bands: list[Band] = []
     fired = marks.get("alert fired")

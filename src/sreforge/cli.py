@@ -76,11 +76,15 @@ def _build_parser() -> argparse.ArgumentParser:
     from sreforge._run_cli import add_run_command
     from sreforge.campaign import add_campaign_command
     from sreforge.qualify import add_qualify_command
+    from sreforge.rca import add_judge_command
+    from sreforge.report import add_report_commands
 
     add_run_command(verbs)
     add_campaign_command(verbs)
     add_qualify_command(verbs)
     add_agents_commands(verbs)
+    add_report_commands(verbs)
+    add_judge_command(verbs)
     _add_stack_commands(verbs)
     _add_guard_command(verbs)
     return parser

@@ -15,10 +15,10 @@ import asyncio
 import secrets
 import socket
 import subprocess
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from sreforge_contracts import Tells
 from sreforge_runner import RunnerSettings, guard_sandbox, probe_sandbox, read_sentinel
@@ -39,7 +39,8 @@ def _docker(*args: str, check: bool = True) -> str:
 
 @pytest.fixture(scope="module")
 def box_network(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An internal network with a `prometheus` container answering on 9090; removed after."""
+    """An internal network without a host address (as the compose topology's agent
+    network) with a `prometheus` container answering on 9090; removed after."""
     if subprocess.run(["docker", "info"], capture_output=True, check=False).returncode != 0:
         pytest.skip("no Docker engine answers here (scripts/docker-engine start)")
     lock_dir = tmp_path_factory.mktemp("box-lock")
@@ -48,7 +49,8 @@ def box_network(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except Exception as error:  # no base image: say so, visibly
         pytest.skip(f"no box image: {error}")
     name = f"sreforge-boxtest-{secrets.token_hex(4)}"
-    _docker("network", "create", "--internal", name)
+    no_host = "com.docker.network.bridge.inhibit_ipv4=true"
+    _docker("network", "create", "--internal", "-o", no_host, name)
     page = ""
     try:
         page = _docker(
@@ -111,8 +113,9 @@ def test_a_boxed_script_commits_reaches_the_page_and_submits(
 
 @pytest.mark.timeout(180)
 def test_the_box_shows_no_host_folder_or_listener(box: BoxSandbox, tmp_path: Path) -> None:
-    """An engine home with a canary is not in the box, nor is a host-side TCP listener
-    reachable through the bridge's gateway; the workspace is, read-write."""
+    """An engine home with a canary is not in the box, nor is a host-side TCP listener on
+    every address reachable (at any of the host's addresses, its network's gateway's);
+    the workspace is there, read-write."""
     home = tmp_path / "engine-home"
     home.mkdir()
     (home / "bus.creds").write_text(f"canary-{secrets.token_hex(8)}\n")
@@ -120,14 +123,25 @@ def test_the_box_shows_no_host_folder_or_listener(box: BoxSandbox, tmp_path: Pat
     listener.bind(("0.0.0.0", 0))
     listener.listen()
     port = listener.getsockname()[1]
-    threading.Thread(target=lambda: listener.accept(), daemon=True).start()
-    gateway = _docker("network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}")
+    gateways = [  # the host's own addresses: its bridges' (the box network's too), eth0's
+        address.address
+        for addresses in psutil.net_if_addrs().values()
+        for address in addresses
+        if address.family == socket.AF_INET and not address.address.startswith("127.")
+    ]
+    box_gateway = _docker(
+        "network", "inspect", box.network, "-f", "{{range .IPAM.Config}}{{.Gateway}}{{end}}"
+    )  # fmt: skip
+    gateways.append(box_gateway)
+    dials = "".join(
+        f"python3 -c \"import socket; socket.create_connection(('{ip}', {port}), 3)\" "
+        f"2>/dev/null && echo reached-{ip} || echo blocked-{ip}\n"
+        for ip in gateways
+    )
     probe = tmp_path / "probe.sh"
     probe.write_text(
         f"test ! -e {home} && echo no-engine-home\n"
-        "touch /workspace/.box-wrote && echo workspace-writable\n"
-        f"python3 -c \"import socket; socket.create_connection(('{gateway}', {port}), 3)\" "
-        "2>/dev/null && echo host-reached || echo host-blocked\n"
+        "touch /workspace/.box-wrote && echo workspace-writable\n" + dials
     )
     try:
         outcome = asyncio.run(box.run(["/bin/sh", str(probe)], 60.0))
@@ -137,7 +151,8 @@ def test_the_box_shows_no_host_folder_or_listener(box: BoxSandbox, tmp_path: Pat
     assert outcome.exit_code == 0, log
     assert "no-engine-home" in log, log
     assert "workspace-writable" in log, log
-    assert "host-blocked" in log, f"the box reached the host's listener: {log}"
+    for ip in gateways:
+        assert f"blocked-{ip}" in log, f"the box reached the host's listener at {ip}: {log}"
     assert (box.workspace / ".box-wrote").exists()
 
 

@@ -234,6 +234,7 @@ def test_an_in_box_agent_reaches_neither_the_load_the_bus_nor_the_host(pool: Run
     log = run.agent_logs / "output.log"
     assert log.is_file(), f"no agent output kept: {sorted(run.agent_logs.glob('*'))}"
     lines = log.read_text().splitlines()
+    print("\n".join(lines))
     assert any(line.startswith("control page ") and ": reached" in line for line in lines), lines
     assert "probe bus port: unknown" not in lines, "the bus port was not found in time"
     probes = [line for line in lines if line.startswith("probe ") and "bus port" not in line]

@@ -12,16 +12,24 @@ an engine.
 from __future__ import annotations
 
 import asyncio
+import http.server
 import secrets
 import socket
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from sreforge_contracts import Tells
-from sreforge_runner import RunnerSettings, guard_sandbox, probe_sandbox, read_sentinel
+from sreforge_runner import (
+    RunnerSettings,
+    SandboxError,
+    guard_sandbox,
+    probe_sandbox,
+    read_sentinel,
+)
 from sreforge_runner._box import BOX_LABEL, BOX_STAGE, BoxSandbox
 from sreforge_runner._box_image import ensure_box_image
 
@@ -178,3 +186,68 @@ def test_the_contamination_guard_probes_inside_the_box(box: BoxSandbox) -> None:
     assert hit is not None
     assert "env" in hit, hit
     assert "HINT=" not in hit, hit
+
+
+@pytest.mark.timeout(120)
+def test_an_allowed_runner_endpoint_is_relayed_into_the_box(box: BoxSandbox) -> None:
+    """A loopback URL of the runner (as the model proxy's) answers in the box at the same
+    URL through the relay; a URL that is neither the page's nor loopback is refused."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1/models"
+    try:
+        box.allow_endpoint(url)
+        box.allow_endpoint(box.endpoints["prometheus"])  # the page's: nothing to relay
+        with pytest.raises(SandboxError, match="loopback"):
+            box.allow_endpoint("http://example.org/")
+        fetch = f"import urllib.request as u; print(u.urlopen('{url}', timeout=5).read().decode())"
+        outcome = asyncio.run(box.run(["/usr/bin/python3", "-c", fetch], 60.0))
+    finally:
+        server.shutdown()
+        server.server_close()
+    log = box.log_path.read_text()
+    assert outcome.exit_code == 0, log
+    assert "hello from the runner" in log
+    assert box.network_metadata()["egress_ports"] == [server.server_address[1]]
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    """Answers every GET with one line (a stand-in for the runner's model proxy)."""
+
+    def do_GET(self) -> None:
+        """One plain-text line."""
+        body = b"hello from the runner\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+@pytest.mark.timeout(120)
+def test_a_profiles_install_folder_is_bound_read_only(
+    tiny_repo: Path, tmp_path: Path, box_network: str
+) -> None:
+    """An executable under the profile's install path starts in the box at its own host
+    path, unstaged, and cannot be written there."""
+    install = tmp_path / "opt-agent"
+    install.mkdir()
+    tool = install / "tool"
+    tool.write_text('#!/bin/sh\necho "tool-ran $0"\ntouch "$0.w" 2>/dev/null || echo read-only\n')
+    tool.chmod(0o755)
+    settings = RunnerSettings(box_lock_dir=tmp_path / "lock", kill_grace_seconds=1.0)
+    sandbox = BoxSandbox(
+        tiny_repo, tmp_path / "agent", settings, box_network, install_paths=(str(install),)
+    )
+    sandbox.root.mkdir()
+    sandbox.create()
+    try:
+        outcome = asyncio.run(sandbox.run([str(tool)], 60.0))
+    finally:
+        sandbox.destroy()
+    log = sandbox.log_path.read_text()
+    assert outcome.exit_code == 0, log
+    assert f"tool-ran {tool}" in log, log
+    assert "read-only" in log, log

@@ -9,14 +9,20 @@ one container of the box image (`_box_image`):
     docker run --rm --init --network <agent network> --cap-drop ALL
         --security-opt no-new-privileges --read-only --tmpfs /tmp --user <uid>:<gid>
         -v <workspace>:/workspace -v <home>:/home/agent -v <bin>:/opt/oncall/bin:ro
-        -v <stage>:/opt/oncall/stage:ro --env-file <0600 file> <image> <argv>
+        -v <stage>:/opt/oncall/stage:ro -v <relays>:/run/net:ro --env-file <0600 file>
+        <image> <argv>
 
-Nothing else of the host is mounted: no engine home, no records, no scenario folder,
+Besides a profile's install folders (read-only, as bubblewrap binds them), nothing
+else of the host is mounted: no engine home, no records, no scenario folder,
 no bus credential. A host file the command names (a scripted agent's script, the
 reference fix) is copied into the session's read-only `stage` folder and named there;
-system paths of the image (`/bin/sh`, `/usr/bin/python3`) are left as they are. The
-env travels in a 0600 file, never on a command line. The container is labelled with
-the session's marker and removed (`docker rm -f`) after every run, whatever ended
+system paths of the image (`/bin/sh`, `/usr/bin/python3`) are left as they are. A
+loopback endpoint of the runner the agent is allowed (the model proxy) is relayed as
+under `host-sandboxed` (`_egress`): the shared relay listens on the same
+`127.0.0.1:<port>` in the box's own network namespace and joins each connection to a
+unix socket of the bound relay folder, so the URL in the agent's env works unchanged.
+The env travels in a 0600 file, never on a command line. The container is labelled
+with the session's marker and removed (`docker rm -f`) after every run, whatever ended
 it: a budget that fired, a cancelled runner, a command that left processes behind.
 """
 
@@ -38,7 +44,14 @@ from sreforge_contracts import SandboxKind
 
 from sreforge_runner._agent_sandbox import SessionLayout, agent_env, write_git_identity
 from sreforge_runner._box_image import ensure_box_image
-from sreforge_runner._bwrap import SANDBOX_BIN, SANDBOX_HOME, SANDBOX_WORKSPACE
+from sreforge_runner._bwrap import (
+    SANDBOX_BIN,
+    SANDBOX_HOME,
+    SANDBOX_NET,
+    SANDBOX_WORKSPACE,
+    shown_at,
+)
+from sreforge_runner._egress import HostEgress, parse_endpoint
 from sreforge_runner._errors import SandboxError
 from sreforge_runner._process import Budgets, ProcessOutcome, run_in_group
 from sreforge_runner._settings import RunnerSettings
@@ -67,14 +80,24 @@ class BoxSandbox(SessionLayout):
     """The Docker network the box joins (the stack's `<project>_agent`)."""
     endpoints: dict[str, str] = field(default_factory=dict)
     """The page's endpoints as the box reaches them (`http://prometheus:9090`)."""
+    install_paths: tuple[str, ...] = ()
+    """Host folders bound read-only into the box (the agent's install), at their own
+    path or where `mount_at` shows them."""
+    mount_at: dict[str, str] = field(default_factory=dict)
     kind: SandboxKind = "in-box"
     confinement: SandboxKind | None = field(default=None, init=False)
     """`in-box` once `create` made the session (None until then)."""
     downgrade: str | None = field(default=None, init=False)
     reaped: list[str] | None = field(default=None, init=False)
     """Not tracked by name: a command's leftovers die with its container."""
+    loopback: tuple[str, ...] = field(default=(), init=False)
+    """Runner loopback URLs relayed into the box (`allow_endpoint`: the model proxy)."""
     image: str | None = field(default=None, init=False)
+    egress: HostEgress = field(init=False, repr=False)
     _runs: int = field(default=0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.egress = HostEgress(self.root / "net")
 
     @property
     def marker(self) -> str:
@@ -100,11 +123,13 @@ class BoxSandbox(SessionLayout):
         raise SandboxError(f"{host_path} is not visible inside the box")
 
     def allow_endpoint(self, url: str) -> None:
-        """Accept the page's in-network endpoints; refuse anything else (the box has no
-        route to the runner's loopback)."""
-        reachable = {urlsplit(known).netloc for known in self.endpoints.values()}
-        if urlsplit(url).netloc not in reachable:
-            raise SandboxError(f"in-box: {url} is not reachable from the run's agent network")
+        """Accept the page's in-network endpoints as they are; relay a loopback `url` of
+        the runner into the box (call before `run`); refuse anything else."""
+        if urlsplit(url).netloc in {urlsplit(known).netloc for known in self.endpoints.values()}:
+            return
+        parse_endpoint(url)  # SandboxError: neither the network's nor the runner's loopback
+        if url not in self.loopback:
+            self.loopback = (*self.loopback, url)
 
     def create(self) -> None:
         """Ensure the box image, make HOME (neutral git identity), bin and stage, install
@@ -119,6 +144,7 @@ class BoxSandbox(SessionLayout):
         try:
             for folder in (self.home, self.bin_dir, self.stage_dir):
                 folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.egress.install()
             self.session_dir.mkdir(exist_ok=True)
             install_submit(self.bin_dir, self.inside(self.workspace))
             exclude_sentinel_dir(self.workspace)
@@ -131,7 +157,9 @@ class BoxSandbox(SessionLayout):
         if not self.confined:
             return {}
         names = sorted(urlsplit(url).netloc for url in self.endpoints.values())
-        return {"egress": "agent-network", "network": self.network, "reachable": names}
+        relayed = sorted({parse_endpoint(url).port for url in self.loopback})
+        found: dict[str, object] = {"egress": "agent-network", "network": self.network}
+        return {**found, "reachable": names, "egress_ports": relayed}
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The agent's whole environment, with the box's paths."""
@@ -158,6 +186,9 @@ class BoxSandbox(SessionLayout):
         if not self.confined or self.image is None:
             raise SandboxError(f"box in {self.root}: the sandbox was not created")
         command = [self._stage(arg) for arg in argv]
+        if self.loopback:
+            self.egress.open(parse_endpoint(url) for url in self.loopback)
+            command = self.egress.command(command)
         self._runs += 1
         name = f"sreforge-box-{_digest(self.marker)}-{self._runs}"
         env_file = self.root / _ENV_FILE
@@ -184,6 +215,7 @@ class BoxSandbox(SessionLayout):
             (self.home, SANDBOX_HOME, ""),
             (self.bin_dir, SANDBOX_BIN, ",readonly"),
             (self.stage_dir, BOX_STAGE, ",readonly"),
+            (self.egress.folder, SANDBOX_NET, ",readonly"),
         ]
         command = [self._docker(), "run", "--rm", "--init", "--name", name]
         command += ["--label", f"{BOX_LABEL}={self.marker}", "--network", self.network]
@@ -191,7 +223,10 @@ class BoxSandbox(SessionLayout):
         command += ["--read-only", "--tmpfs", "/tmp:rw,exec,mode=1777", "--pids-limit", "512"]
         command += ["--user", f"{uid}:{gid}", "--workdir", str(SANDBOX_WORKSPACE)]
         command += ["--env-file", str(env_file)]
-        for host, inside, mode in mounts:
+        installs = [
+            (Path(p), Path(shown_at(p, self.mount_at)), ",readonly") for p in self.install_paths
+        ]
+        for host, inside, mode in [*mounts, *installs]:
             command += ["--mount", f"type=bind,source={host.resolve()},target={inside}{mode}"]
         return command
 
@@ -202,6 +237,8 @@ class BoxSandbox(SessionLayout):
             return arg
         if any(path == p or path.is_relative_to(p) for p in _IMAGE_PATHS):
             return arg
+        if any(path.is_relative_to(p) for p in self.install_paths):
+            return shown_at(arg, self.mount_at)  # bound as it is
         with contextlib.suppress(SandboxError):
             return str(self.inside(path))  # already mounted (workspace, HOME, bin)
         dest = self.stage_dir / f"{_digest(str(path.resolve()))}-{path.name}"
@@ -234,9 +271,11 @@ class BoxSandbox(SessionLayout):
             self._remove_containers()
 
     def destroy(self) -> None:
-        """Remove every container of the session, then HOME, bin and stage (the logs stay)."""
+        """Remove every container of the session, stop the relays, then remove HOME, bin,
+        stage and the relays' folder (the logs stay)."""
         self._remove_containers()
-        for folder in (self.home, self.bin_dir, self.stage_dir):
+        self.egress.close()
+        for folder in (self.home, self.bin_dir, self.stage_dir, self.egress.folder):
             try:
                 shutil.rmtree(folder)
             except FileNotFoundError:

@@ -35,9 +35,17 @@ def place_session(
     """The sandbox the run's agent session gets (not created yet)."""
     if profile.remote is not None:
         return RemoteSandbox(workspace, agent_dir, settings, profile.remote)
+    install_paths = profile.command.install_paths if profile.command else ()
+    mount_at = dict(profile.command.mount_at) if profile.command else {}
     if stack is not None and stack.agent_network and profile.in_box and settings.in_box:
         return BoxSandbox(
-            workspace, agent_dir, settings, stack.agent_network, dict(stack.network_endpoints)
+            workspace,
+            agent_dir,
+            settings,
+            stack.agent_network,
+            dict(stack.network_endpoints),
+            install_paths=install_paths,
+            mount_at=mount_at,
         )
     return HostSandbox(
         workspace,
@@ -45,8 +53,8 @@ def place_session(
         settings,
         kind=profile.sandbox,
         fallback=profile.sandbox_fallback,
-        install_paths=profile.command.install_paths if profile.command else (),
-        mount_at=dict(profile.command.mount_at) if profile.command else {},
+        install_paths=install_paths,
+        mount_at=mount_at,
         endpoints=tuple(stack.agent_endpoints.values()) if stack else (),
     )
 

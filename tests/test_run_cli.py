@@ -91,11 +91,12 @@ def test_a_time_scale_outside_the_unit_interval_is_refused_by_the_parser(bad: st
         parser.parse_args(["run", "x", "--agent", "noop", "--time-scale", bad])
 
 
-def test_the_topology_flag_reaches_run_start_and_defaults_to_local() -> None:
-    """`--topology compose` picks the compose topology; without it a run is local."""
+def test_the_topology_flag_reaches_run_start_and_defaults_to_the_stacks() -> None:
+    """`--topology compose` picks the compose topology; without it the request names none
+    (the deployer takes the scenario's stack's declaration, else local)."""
     parser = argparse.ArgumentParser(prog="sreforge")
     add_run_command(parser.add_subparsers())
-    assert parser.parse_args(["run", "x", "--agent", "noop"]).topology == "local"
+    assert parser.parse_args(["run", "x", "--agent", "noop"]).topology is None
     chosen = parser.parse_args(["run", "x", "--agent", "noop", "--topology", "compose"])
     assert chosen.topology == "compose"
     with pytest.raises(SystemExit):

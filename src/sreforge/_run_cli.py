@@ -84,8 +84,9 @@ def add_run_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="0 < S <= 1: shrink every system duration (a smoke verdict below 1)",
     )  # fmt: skip
     run.add_argument(
-        "--topology", choices=("local", "compose"), default="local",
-        help="where the run's stack runs: local processes (default) or a Compose project",
+        "--topology", choices=("local", "compose"), default=None,
+        help="where the run's stack runs: local processes or a Compose project "
+        "(default: what the scenario's stack declares, else local)",
     )  # fmt: skip
     run.add_argument("--trials", type=_positive, default=1, metavar="N", help="run N times in turn")
     run.add_argument("--json", action="store_true", help="one JSON object per trial on stdout")
@@ -166,7 +167,8 @@ class Trial:
     agent: str
     time_scale: float
     progress: Progress
-    topology: TopologyName = "local"
+    topology: TopologyName | None = None
+    """None: where the scenario's stack declares (else local)."""
 
     async def run(self, engine: RunningEngine) -> Outcome:
         """Submit the run and follow it until its record (or its deadline)."""

@@ -122,12 +122,13 @@ def describe(event: Event) -> tuple[str, str] | None:
     """The phase an event marks and a one-line detail, or None for events that are no phase."""
     if isinstance(event, RunRequested):
         scale = f"time scale {event.time_scale:g}"
-        where = "" if event.topology == "local" else f", topology {event.topology}"
+        where = "" if event.topology in (None, "local") else f", topology {event.topology}"
         return "requested", f"{event.scenario}, agent {event.agent}, {scale}{where}"
     if isinstance(event, RunRejected):
         return "rejected", event.reason
     if isinstance(event, StackReady):
-        return "stack ready", event.stack
+        on = "" if event.topology in (None, "local") else f" (topology {event.topology})"
+        return "stack ready", f"{event.stack}{on}"
     if isinstance(event, FaultArmed):
         return "armed", "fault delivered, load running; waiting for the alert"
     if isinstance(event, RunTriggered):

@@ -54,13 +54,14 @@ def test_a_valid_start_is_accepted_with_the_minted_run_id_and_route() -> None:
 
 
 def test_the_topology_asked_for_is_carried_to_the_deployer() -> None:
-    """`topology` reaches RunRequested (local when absent); an unknown one is refused."""
+    """`topology` reaches RunRequested (None when absent: the deployer resolves it from the
+    scenario's stack); an unknown one is refused."""
     compose = _decide(scenario="latency-cache-stampede", agent="noop", topology="compose")
     assert isinstance(compose, Accepted)
     assert compose.event.topology == "compose"
     default = _decide(scenario="latency-cache-stampede", agent="noop")
     assert isinstance(default, Accepted)
-    assert default.event.topology == "local"
+    assert default.event.topology is None
     unknown = _decide(scenario="latency-cache-stampede", agent="noop", topology="k8s")
     assert isinstance(unknown, Rejected)
     assert "topology" in unknown.event.reason

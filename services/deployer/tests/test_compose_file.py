@@ -93,6 +93,9 @@ def test_the_service_shares_a_network_only_with_what_it_reaches() -> None:
     }
     for internal in (APP_NETWORK, HARNESS_NETWORK, AGENT_NETWORK):
         assert document["networks"][internal]["internal"] is True
+    for agents_code in (APP_NETWORK, AGENT_NETWORK):  # no host address where it runs
+        options = document["networks"][agents_code]["driver_opts"]
+        assert options["com.docker.network.bridge.inhibit_ipv4"] == "true", agents_code
     edge = document["networks"][EDGE_NETWORK]["driver_opts"]
     assert edge["com.docker.network.bridge.enable_ip_masquerade"] == "false"
 

@@ -3,20 +3,24 @@
 up → arm → redeploy → down of the latency-cache-stampede stack at time scale 0.1: the
 operator's published endpoints answer, the alert reaches a host-side webhook through the
 relay, the service's container sees no scenario or engine home and reaches only its
-upstream, a container on the `agent` network only the page's endpoints, a provider
-adopts the stack once its holder is gone, the redeploy swaps the service's container
-behind the readiness gate, and the teardown leaves no container, network or
-volume of the project (nor its run dir or ports). Skipped visibly without an engine.
+upstream (nothing of the host), a container on the `agent` network only the page's
+endpoints, a provider adopts the stack once its holder is gone, the redeploy swaps the
+service's container behind the readiness gate, and the teardown leaves no container,
+network or volume of the project (nor its run dir or ports). Skipped visibly without an
+engine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from sreforge_deployer import DeployerSettings
 from sreforge_deployer._compose_project import project_name
@@ -105,6 +109,20 @@ def _default_gateway() -> str:
     pytest.skip("the host has no default route to probe the outside with")
 
 
+@contextlib.contextmanager
+def _host_listener() -> Iterator[list[str]]:
+    """A host listener on every address, as `host:port` at each of the host's own
+    non-loopback IPv4 addresses (its bridges' included): no agent code may reach one."""
+    with socket.create_server(("0.0.0.0", 0)) as listener:
+        port = listener.getsockname()[1]
+        yield [
+            f"{address.address}:{port}"
+            for addresses in psutil.net_if_addrs().values()
+            for address in addresses
+            if address.family == socket.AF_INET and not address.address.startswith("127.")
+        ]
+
+
 def _answers(url: str) -> bool:
     try:
         return httpx.get(url, timeout=3, trust_env=False).status_code == 200
@@ -176,8 +194,9 @@ def _adopted_after_its_holder_is_gone(
 def _assert_the_service_reaches_only_its_upstream(stack: ComposeStack, service: str) -> None:
     """From the service's container: its declared upstream answers; the load generator,
     Alertmanager, Prometheus and the gateway do not, by name or by any of their addresses;
-    neither does the host's next hop, which the host itself reaches. The gateway, on `app`
-    too, may answer with a reset but relays nothing there."""
+    neither does the host's next hop, which the host itself reaches, nor a listener at any
+    of the host's own addresses (`app` has no host address). The gateway, on `app` too,
+    may answer with a reset but relays nothing there."""
     outside = f"{_default_gateway()}:80"
     if _dial(None, [outside])[outside] == "blocked":
         pytest.skip(f"the host itself gets no answer from {outside}")
@@ -192,8 +211,12 @@ def _assert_the_service_reaches_only_its_upstream(stack: ComposeStack, service: 
         for address in _addresses(_container_of(stack, "gateway"))
         for port in (8080, *leases)
     ]
-    answers = _dial(service, ["bookmeta:8080", outside, *harness, *gateway])
+    with _host_listener() as host:
+        assert _dial(None, host) == dict.fromkeys(host, "accepted"), "the listener cannot tell"
+        answers = _dial(service, ["bookmeta:8080", outside, *harness, *gateway, *host])
     assert answers.pop("bookmeta:8080") == "accepted", "the probe cannot tell"
+    reached_host = [target for target in host if answers.pop(target) != "blocked"]
+    assert not reached_host, f"the service reaches host listeners at {reached_host}"
     assert answers.pop(outside) == "blocked", f"the service reaches {outside} outside the host"
     reached = [target for target in harness if answers[target] != "blocked"]
     assert not reached, f"the service reaches the harness at {reached}"
@@ -204,7 +227,8 @@ def _assert_the_service_reaches_only_its_upstream(stack: ComposeStack, service: 
 def _assert_an_agent_box_reaches_only_its_page(stack: ComposeStack) -> None:
     """A container on the run's `agent` network (no capabilities, as an in-box session):
     the app, Prometheus and Alertmanager answer by the page's names; the load generator
-    and the upstream do not, by name or by address, nor does the outside."""
+    and the upstream do not, by name or by address, nor does the outside or a listener
+    at any of the host's own addresses."""
     image = _image_of(_container_of(stack, "gateway"))
     command = ["docker", "run", "-d", "--rm", "--network", stack.agent_network]
     command += ["--cap-drop", "ALL", "--user", "65534:65534", image, "sleep", "60"]
@@ -217,9 +241,11 @@ def _assert_an_agent_box_reaches_only_its_page(stack: ComposeStack) -> None:
             for name in ("loadgen", "bookmeta")
             for target in (name, *_addresses(_container_of(stack, name)))
         ]
-        answers = _dial(box, [*page, *hidden, outside])
+        with _host_listener() as host:
+            answers = _dial(box, [*page, *hidden, outside, *host])
         assert all(answers[target] == "accepted" for target in page), answers
-        reached = [target for target in [*hidden, outside] if answers[target] != "blocked"]
+        shut = [*hidden, outside, *host]
+        reached = [target for target in shut if answers[target] != "blocked"]
         assert not reached, f"the agent's box reaches {reached}"
     finally:
         subprocess.run(["docker", "rm", "-f", box], capture_output=True, check=False)

@@ -6,8 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from sreforge_contracts import RunRequested
 from sreforge_deployer import DeployerSettings, StackSpecError
 from sreforge_deployer._spec import load_scenario_setup, load_stack_spec
+from sreforge_deployer._topology import run_topology
 from sreforge_deployer.local import LocalStack
 
 from .conftest import STAMPEDE, TINY_SCENARIOS
@@ -103,3 +105,45 @@ def test_the_bookshelf_service_declares_its_upstream_only() -> None:
     assert spec.component("bookshelf-api").reaches == ["bookmeta"]
     assert spec.component("bookshelf-api").egress == []
     assert all(not c.reaches and not c.egress for c in spec.components if c.name != spec.service)
+
+
+def _requested(scenario: str, topology: str | None = None) -> RunRequested:
+    return RunRequested.model_validate(
+        {
+            "run_id": "run-topology-1",
+            "producer": "correlator",
+            "scenario": scenario,
+            "agent": "noop",
+            "alert_route": "r1",
+            "topology": topology,
+        }
+    )
+
+
+def test_a_run_takes_the_requested_topology_else_the_stacks_else_local(tmp_path: Path) -> None:
+    """Resolution order: `run.start`'s topology, then the stack's `topology`, then local;
+    an unreadable scenario resolves to local (opening it then names the problem)."""
+    root = _copy_tiny(tmp_path)
+    settings = DeployerSettings(use_cases=root.parent, runs_root=tmp_path / "runs")
+    assert run_topology(_requested("tiny-ok"), settings) == "local", "no declaration: local"
+    assert run_topology(_requested("tiny-ok", "compose"), settings) == "compose"
+    stack_toml = root / "stacks" / "tiny" / "stack.toml"
+    stack_toml.write_text('topology = "compose"\n' + stack_toml.read_text())
+    assert load_stack_spec(stack_toml.parent).topology == "compose"
+    assert run_topology(_requested("tiny-ok"), settings) == "compose", "the stack's declaration"
+    assert run_topology(_requested("tiny-ok", "local"), settings) == "local", "the request wins"
+    assert run_topology(_requested("no-such-scenario"), settings) == "local"
+
+
+def test_a_stack_declaring_an_unknown_topology_names_the_field(tmp_path: Path) -> None:
+    """`topology = "k8s"` in stack.toml is refused, naming `topology`."""
+    root = _copy_tiny(tmp_path)
+    stack_toml = root / "stacks" / "tiny" / "stack.toml"
+    stack_toml.write_text('topology = "k8s"\n' + stack_toml.read_text())
+    with pytest.raises(StackSpecError, match="topology"):
+        load_stack_spec(stack_toml.parent)
+
+
+def test_the_bookshelf_stack_declares_no_topology() -> None:
+    """The bookshelf stack keeps the default: its runs are local unless asked otherwise."""
+    assert load_stack_spec(load_scenario_setup(STAMPEDE).stack_dir).topology is None

@@ -82,6 +82,7 @@ class RunStory:
             run_dir=f"/tmp/stacks/{self.run_id}",
             agent_endpoints={"api": "http://127.0.0.1:21000"},
             operator_endpoints={"api": "http://127.0.0.1:21000"},
+            topology="local",
         )
 
     def fault_armed(self) -> FaultArmed:

@@ -45,7 +45,7 @@ def test_happy_path_gives_a_passed_record_with_every_phase_timing(story: Any) ->
     assert record.sli_series is not None
     assert len(record.sli_series) == 10
     assert record.time_scale == 0.1
-    assert record.topology == "local", "from RunRequested (its default)"
+    assert record.topology == "local", "from StackReady (what the deployer resolved)"
     assert record.engine_version == "0.1.0"
     assert record.abort_reason is None
     assert record.started_at == story.at(0)
@@ -220,3 +220,14 @@ def test_a_proof_run_is_labelled_in_the_record(story: Any) -> None:
     """The gateway's proof_run evidence becomes the record's label; other runs are unlabelled."""
     assert assemble(story, story.happy(proof_run=True)).proof_run is True
     assert assemble(story, story.happy()).proof_run is False
+
+
+def test_the_record_says_the_topology_the_deployer_resolved(story: Any) -> None:
+    """A request naming no topology takes the stack's (StackReady's); a run that never got
+    a stack says what its request named, or nothing."""
+    events = story.happy()
+    ready = next(i for i, event in enumerate(events) if event.type == "StackReady")
+    events[ready] = events[ready].model_copy(update={"topology": "compose"})
+    assert assemble(story, events).topology == "compose"
+    unprovisioned = [event for event in events if event.type != "StackReady"]
+    assert assemble(story, unprovisioned).topology is None

@@ -20,7 +20,8 @@ class RunStart(Contract):
 
     `time_scale` (0 < s ≤ 1) shrinks every system duration uniformly (a smoke
     run below 1); `run_id` is minted by the correlator when absent; `topology`
-    says where the run's stack runs (`local` unless `compose` is asked for).
+    says where the run's stack runs (None: where the scenario's stack declares, else
+    `local`).
     """
 
     SUBJECT: ClassVar[str] = RUN_START_SUBJECT
@@ -30,7 +31,7 @@ class RunStart(Contract):
     time_scale: float = Field(default=1.0, gt=0, le=1)
     run_id: RunId | None = None
     labels: dict[str, str] = Field(default_factory=dict)
-    topology: TopologyName = "local"
+    topology: TopologyName | None = None
 
 
 class RunStartReply(Contract):

@@ -52,8 +52,9 @@ class RunRequested(_RunEvent):
     labels: dict[str, str] = Field(default_factory=dict)
     alert_route: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     """The opaque route this run's Alertmanager posts to; carries no harness words."""
-    topology: TopologyName = "local"
-    """Where the deployer runs the stack (`run.start`'s `topology`)."""
+    topology: TopologyName | None = None
+    """Where the deployer runs the stack (`run.start`'s `topology`); None: where the
+    scenario's stack declares (`topology` in its `stack.toml`), else `local`."""
 
 
 class RunRejected(_RunEvent):
@@ -77,6 +78,12 @@ class StackReady(_RunEvent):
     agent_endpoints: dict[str, str]
     operator_endpoints: dict[str, str]
     run_workspace: RunWorkspace | None = None
+    topology: TopologyName | None = None
+    """The topology the stack runs on (what the deployer resolved)."""
+    agent_network: str | None = None
+    """The Docker network an `in-box` agent session joins (compose only)."""
+    network_endpoints: dict[str, str] = Field(default_factory=dict)
+    """The agent's endpoints as seen from inside `agent_network` (`http://prometheus:9090`)."""
 
 
 class FaultArmed(_RunEvent):

@@ -44,8 +44,9 @@ HARNESS_CONTRACT_VERSION: Literal["1.0"] = "1.0"
 
 ReinRef = Literal["noop", "reference", "scripted", "command", "openai"]
 """Which rein drives the agent's session."""
-SandboxKind = Literal["host-open", "host-sandboxed", "remote"]
-"""Where the agent runs; the evidence records the kind actually achieved."""
+SandboxKind = Literal["host-open", "host-sandboxed", "remote", "in-box"]
+"""Where the agent runs; the evidence records the kind actually achieved. `in-box` is a
+container on the run's compose network (only the compose topology offers one)."""
 ProfileStatus = Literal["enabled", "disabled"]
 """Catalog selection: a disabled profile is refused at resolution."""
 ReadinessState = Literal["ready", "unverified", "blocked"]
@@ -231,6 +232,10 @@ class HarnessProfile(Contract):
     command: CommandSpec | None = None
     remote: RemoteSpec | None = None
     """The ssh target; required exactly when `sandbox` is `remote`."""
+    in_box: bool = False
+    """Whether the agent may run `in-box` on the compose topology: a container on the
+    run's agent network, instead of `sandbox` on the host. Its command must run in the
+    box image (POSIX sh, git, python3); a host-installed CLI cannot."""
     readiness: OperationalReadiness = OperationalReadiness()
     """The readiness the catalog declares; a stored `check` probe supersedes it."""
     metadata: dict[str, str] = Field(default_factory=dict)
@@ -258,6 +263,8 @@ class HarnessProfile(Contract):
             raise ValueError(f"command: only for rein `command`, not {self.rein!r}")
         if (self.sandbox == "remote") != (self.remote is not None):
             raise ValueError("remote: required exactly when sandbox is `remote`")
+        if self.sandbox == "in-box":
+            raise ValueError("sandbox: `in-box` is the compose topology's; say `in_box = true`")
         return self
 
 

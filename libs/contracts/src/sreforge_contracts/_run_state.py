@@ -52,6 +52,10 @@ class StackInfo(Contract):
     agent_endpoints: dict[str, str]
     operator_endpoints: dict[str, str]
     run_workspace: RunWorkspace | None = None
+    agent_network: str | None = None
+    """The Docker network an `in-box` agent session joins (compose only)."""
+    network_endpoints: dict[str, str] = Field(default_factory=dict)
+    """The agent's endpoints as seen from inside `agent_network`."""
 
 
 class RunState(Contract):

@@ -240,4 +240,6 @@ def _stack_info(event: StackReady) -> StackInfo:
         agent_endpoints=event.agent_endpoints,
         operator_endpoints=event.operator_endpoints,
         run_workspace=event.run_workspace,
+        agent_network=event.agent_network,
+        network_endpoints=event.network_endpoints,
     )

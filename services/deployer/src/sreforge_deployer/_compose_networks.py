@@ -11,6 +11,11 @@ which runs the agent's code, shares a network only with what it `reaches`:
 - `agent` (internal): the gateway alone until an in-box agent session joins it; there
   the gateway answers to the service's, Prometheus' and Alertmanager's names (the
   agent's page), never to the load generator's or the upstream's.
+- `app` and `agent`, where the agent's code runs, have no host address on their bridge
+  (`inhibit_ipv4`): an internal network drops only forwarded traffic, and a container
+  on one still has a default route to its bridge's address on the host, so whatever
+  listens there (or on 0.0.0.0) would answer it. `harness` keeps its address: its
+  Alertmanager posts to the host-side webhook relay that way.
 - `edge`: the gateway alone. Internal networks publish no ports, so the gateway
   publishes every component's leased port on 127.0.0.1 and joins it to the
   component; IP masquerading is off, so not even the gateway reaches outside.
@@ -52,6 +57,7 @@ AGENT_VIEW = (PROMETHEUS, ALERTMANAGER)
 """What an in-box agent reaches besides the service: the page's endpoints."""
 GATEWAY = "gateway"
 _MTU = {"com.docker.network.driver.mtu": "1400"}
+_NO_HOST = {**_MTU, "com.docker.network.bridge.inhibit_ipv4": "true"}
 
 
 def real_name(name: str) -> str:
@@ -64,11 +70,12 @@ def _listen_alias(network: str) -> str:
 
 
 def network_definitions() -> dict[str, Any]:
-    """The project's networks: `app`, `harness`, `agent` internal, `edge` unmasqueraded."""
+    """The project's networks: `app`, `harness`, `agent` internal (`app` and `agent`
+    without a host address), `edge` unmasqueraded."""
     return {
-        APP_NETWORK: {"internal": True, "driver_opts": dict(_MTU)},
+        APP_NETWORK: {"internal": True, "driver_opts": dict(_NO_HOST)},
         HARNESS_NETWORK: {"internal": True, "driver_opts": dict(_MTU)},
-        AGENT_NETWORK: {"internal": True, "driver_opts": dict(_MTU)},
+        AGENT_NETWORK: {"internal": True, "driver_opts": dict(_NO_HOST)},
         EDGE_NETWORK: {
             "driver_opts": {**_MTU, "com.docker.network.bridge.enable_ip_masquerade": "false"}
         },

@@ -21,7 +21,15 @@ from sreforge_deployer._ports import reap_stale_lease
 from sreforge_deployer._run import owner_running, remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import find_scenario_dir
-from sreforge_deployer._topology import ArmFacts, CiTarget, StackFacts, Topology, guarded, stack_for
+from sreforge_deployer._topology import (
+    ArmFacts,
+    CiTarget,
+    StackFacts,
+    Topology,
+    guarded,
+    run_topology,
+    stack_for,
+)
 from sreforge_deployer.gate import HostCheckout
 from sreforge_deployer.local import LocalTopologies
 
@@ -59,6 +67,9 @@ class ComposeTopology:
             operator_endpoints=endpoints.operator,
             workspace=stack.workspace.path,
             service=stack.spec.service,
+            topology="compose",
+            agent_network=stack.agent_network,
+            network_endpoints=stack.network_endpoints,
         )
 
     def arm(self) -> ArmFacts:
@@ -172,15 +183,16 @@ class ComposeTopologies:
 
 
 class PerRunTopologies:
-    """Picks each run's provider by `RunRequested.topology`; local unless it says compose."""
+    """Picks each run's provider by `run_topology`: the request's, else the stack's
+    declaration, else local."""
 
     def __init__(self, local: LocalTopologies, compose: ComposeTopologies) -> None:
         self.local = local
         self.compose = compose
 
     def open(self, event: RunRequested) -> Topology:
-        """The run's topology, from the provider its request names."""
-        if event.topology == "compose":
+        """The run's topology, from the provider `run_topology` resolves."""
+        if run_topology(event, self.local.settings) == "compose":
             return self.compose.open(event)
         return self.local.open(event)
 

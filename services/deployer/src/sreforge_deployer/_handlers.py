@@ -50,6 +50,9 @@ def stack_ready(run_id: str, facts: StackFacts) -> StackReady:
         agent_endpoints=facts.agent_endpoints,
         operator_endpoints=facts.operator_endpoints,
         run_workspace=RunWorkspace(path=str(facts.workspace), service=facts.service),
+        topology=facts.topology,
+        agent_network=facts.agent_network,
+        network_endpoints=facts.network_endpoints,
     )
 
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from sreforge_confine import ConfinementError, parse_host_port
-from sreforge_contracts import ContractError, find_scenario, load_scenario
+from sreforge_contracts import ContractError, TopologyName, find_scenario, load_scenario
 
 from sreforge_deployer._errors import StackSpecError
 
@@ -86,6 +86,8 @@ class StackSpec(_Strict):
     observability: str
     seed: SeedSpec | None = None
     components: list[ComponentSpec] = Field(min_length=1)
+    topology: TopologyName | None = None
+    """The topology a run of this stack gets when its `run.start` names none (else local)."""
     root: Path = Field(default=Path("."), exclude=True)
 
     @model_validator(mode="after")

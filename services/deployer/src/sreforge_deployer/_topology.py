@@ -20,7 +20,8 @@ Every failure of a topology or a checkout is a `DeployerError`; the stages map i
 subtypes to verdicts (`guarded` is where anything else becomes one). Two
 implementations: the local topology (`sreforge_deployer.local`: `LocalTopologies` over
 `LocalStack`) and the compose topology (`_compose_topology.py`, over `ComposeStack`);
-`PerRunTopologies` opens each run's from the one its RunRequested names. Both describe a
+`PerRunTopologies` opens each run's from the one `run_topology` resolves (the request's,
+else the one the scenario's `stack.toml` declares, else local). Both describe a
 run's stack with `stack_for`, and both check out CI's clone on the host
 (`sreforge_deployer.gate.HostCheckout`).
 """
@@ -28,16 +29,21 @@ run's stack with `stack_for`, and both check out CI's clone on the host
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
-from sreforge_contracts import RunRequested
+from sreforge_contracts import RunRequested, TopologyName
 
 from sreforge_deployer._errors import DeployerError, TopologyFault
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._spec import ScenarioSetup, find_scenario_dir
+from sreforge_deployer._spec import (
+    ScenarioSetup,
+    find_scenario_dir,
+    load_scenario_setup,
+    load_stack_spec,
+)
 
 if TYPE_CHECKING:  # the gate's types name the protocol's; the gate imports this module
     from sreforge_deployer.gate import CiRun
@@ -51,6 +57,7 @@ __all__ = [
     "Topology",
     "TopologyProvider",
     "guarded",
+    "run_topology",
     "stack_for",
 ]
 
@@ -75,6 +82,11 @@ class StackFacts:
     operator_endpoints: dict[str, str]
     workspace: Path
     service: str
+    topology: TopologyName = "local"
+    agent_network: str | None = None
+    """The Docker network an in-box agent session joins (compose only)."""
+    network_endpoints: dict[str, str] = field(default_factory=dict)
+    """The agent's endpoints from inside `agent_network`."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +206,20 @@ class TopologyProvider(Protocol):
     def leftovers(self, run_id: str) -> list[str]:
         """What is left of a run whose stack is not running here (its run dir, if any)."""
         ...
+
+
+def run_topology(event: RunRequested, settings: DeployerSettings) -> TopologyName:
+    """Where the run's stack runs: what its request names, else what the scenario's stack
+    declares (`topology` in its `stack.toml`), else `local`. A scenario or stack that
+    cannot be read resolves to `local`, whose opening then fails with the reason."""
+    if event.topology is not None:
+        return event.topology
+    try:
+        setup = load_scenario_setup(find_scenario_dir(settings.use_cases, event.scenario))
+        declared = load_stack_spec(setup.stack_dir).topology
+    except DeployerError:
+        return "local"
+    return declared or "local"
 
 
 def stack_for(make: Callable[..., T], event: RunRequested, settings: DeployerSettings) -> T:

@@ -28,8 +28,10 @@ from sreforge_contracts import (
     RunRequested,
     RunTriggered,
     Scored,
+    StackReady,
     Submission,
     Submitted,
+    TopologyName,
     Trajectory,
     Trigger,
     Verdict,
@@ -119,7 +121,7 @@ def assemble_record(
         finished_at=max(end.occurred_at, started_at),
         agent_transcript=agent_transcript,
         time_scale=requested.time_scale if requested else None,
-        topology=requested.topology if requested else None,
+        topology=_topology(found, requested),
         sli_series=list(scored.sli_series) if scored else None,
         abort_reason=abort_reason,
         engine_version=engine_version,
@@ -207,6 +209,15 @@ def _trajectory(events: Sequence[Event], transcript: str) -> Trajectory:
 def _diff(events: Sequence[Event]) -> str:
     submitted = _first(events, Submitted)
     return submitted.submission.diff if submitted else ""
+
+
+def _topology(events: Sequence[Event], requested: RunRequested | None) -> TopologyName | None:
+    """Where the stack ran: as the deployer resolved it, else as requested (a request
+    naming none and never provisioned: unknown)."""
+    ready = _first(events, StackReady)
+    if ready is not None and ready.topology is not None:
+        return ready.topology
+    return requested.topology if requested else None
 
 
 def _proof_run(events: Sequence[Event]) -> bool:

@@ -3,7 +3,8 @@
 On BriefReady it resolves the run's agent profile from the catalog (`agents/*.toml`)
 and its readiness (a blocked profile is refused before any sandbox exists), claims
 the run, and drives the profile's rein through the gateway in a `host-open`,
-`host-sandboxed` (bubblewrap) or `remote` (ssh) sandbox with separate
+`host-sandboxed` (bubblewrap), `remote` (ssh) or, on the compose topology, `in-box`
+(a container on the run's agent network, `_box.py`) sandbox with separate
 session-start, idle and total budgets. The agent gets a `submit` command; the
 runner publishes Submitted with the diff against the base commit, whether the
 agent submitted, its RCA and publishable `ExecutionEvidence`. Before a confined
@@ -13,6 +14,7 @@ and a harness tell there fails the run `aborted` instead.
 
 from sreforge_runner._adapter import CONSUMER, SERVICE, build_service
 from sreforge_runner._agent_sandbox import SESSION_MARKER, AgentSandbox
+from sreforge_runner._box import BoxSandbox
 from sreforge_runner._catalog import catalog_name, find_profile, load_catalog, load_profile
 from sreforge_runner._cli_agent import SUBMIT_ON_EXIT, CliAgentRein, build_prompt
 from sreforge_runner._diff import head_commit, workspace_diff
@@ -30,6 +32,7 @@ from sreforge_runner._guard import PROBE_PYTHON, guard_sandbox, probe_sandbox
 from sreforge_runner._handoff import RunnerHandler, claim_key
 from sreforge_runner._kept import KeptFile, kept_files, seal_logs
 from sreforge_runner._openai_rein import MODEL_CALLS_FILE, TOOLS, OpenAIRein
+from sreforge_runner._placement import agent_page, place_session
 from sreforge_runner._presets import PROXY_PRESETS, ProxyPlan, proxy_plan
 from sreforge_runner._process import Budgets, ProcessOutcome, kill_group, run_in_group
 from sreforge_runner._proxy import PROXY_TOKEN_NAME, ModelProxy, ProxyFlavor, usage_of
@@ -88,6 +91,7 @@ __all__ = [
     "TOOLS",
     "TRANSCRIPT_FILE",
     "AgentSandbox",
+    "BoxSandbox",
     "Budgets",
     "CliAgentRein",
     "CommandRein",
@@ -115,6 +119,7 @@ __all__ = [
     "SandboxError",
     "Sentinel",
     "SessionError",
+    "agent_page",
     "build_prompt",
     "build_service",
     "catalog_name",
@@ -133,6 +138,7 @@ __all__ = [
     "load_catalog",
     "load_profile",
     "patch_rein",
+    "place_session",
     "probe_sandbox",
     "proxy_plan",
     "read_sentinel",

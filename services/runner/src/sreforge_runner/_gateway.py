@@ -5,7 +5,7 @@ exists: an unknown or disabled profile, or a blocked one (its owner and evidence
 in the refusal), is refused there. `drive` then runs the lifecycle; once the
 sandbox exists, the rein's cleanup and the sandbox's destroy are attempted on
 every path and reported separately. Every failure is kept and the first is the
-primary. Given the run's `Tells`, a `host-sandboxed` sandbox is probed from inside
+primary. Given the run's `Tells`, a `host-sandboxed` or `in-box` sandbox is probed from inside
 after the session starts and before the agent is dispatched (`_guard`); a tell there
 stops the run at `session_start` and is the drive's `guard_hit` (the run's abort
 reason). The evidence is safe to publish: no prompt, output or secret value.
@@ -31,6 +31,7 @@ from sreforge_contracts import (
 )
 
 from sreforge_runner._agent_sandbox import AgentSandbox
+from sreforge_runner._box import BoxSandbox
 from sreforge_runner._catalog import find_profile
 from sreforge_runner._errors import ContaminationFound, ProfileError, ProfileRefused
 from sreforge_runner._guard import guard_sandbox
@@ -141,9 +142,10 @@ async def drive(
 
     async def guard() -> bool:
         nonlocal guard_hit
-        if tells is None or not isinstance(sandbox, HostSandbox) or not sandbox.confined:
+        probed = sandbox if isinstance(sandbox, (HostSandbox, BoxSandbox)) else None
+        if tells is None or probed is None or not probed.confined:
             return True
-        guard_hit = await guard_sandbox(sandbox, tells, rein.session_env)
+        guard_hit = await guard_sandbox(probed, tells, rein.session_env)
         if guard_hit is not None:
             raise ContaminationFound(guard_hit)
         return True

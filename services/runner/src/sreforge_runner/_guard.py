@@ -3,7 +3,8 @@
 The context service scans the page, the workspace and the endpoints before the
 hand-off; the sandbox exists only in the runner. So the gateway, once the rein's
 session is set up and before the agent is dispatched, runs `SANDBOX_PROBE` inside
-that very `host-sandboxed` sandbox (same bwrap layout, egress relays, the rein's env)
+that very `host-sandboxed` sandbox (same bwrap layout, egress relays, the rein's env),
+or in a box container of the `in-box` one (same mounts and network),
 and scans what it printed with the run's `Tells`. The probe's output stays on the
 harness side: a temporary file outside the run folder, removed at once, never the
 agent's output log or transcript. A hit is named by tell and surface only (a
@@ -26,6 +27,7 @@ from sreforge_contracts import (
     sandbox_surfaces,
 )
 
+from sreforge_runner._box import BoxSandbox
 from sreforge_runner._bwrap import SANDBOX_BIN
 from sreforge_runner._errors import SandboxError
 from sreforge_runner._sandbox import HostSandbox
@@ -33,12 +35,13 @@ from sreforge_runner._sandbox import HostSandbox
 __all__ = ["PROBE_PYTHON", "guard_sandbox", "probe_sandbox"]
 
 PROBE_PYTHON = "/usr/bin/python3"
-"""The interpreter the probe runs with (the sandbox shows the host's `/usr`)."""
+"""The interpreter the probe runs with (bwrap shows the host's `/usr`; the box image has
+Debian's python3 there)."""
 _PROBE_BUDGET_S = 30.0
 
 
 async def probe_sandbox(
-    sandbox: HostSandbox,
+    sandbox: HostSandbox | BoxSandbox,
     extra_env: Mapping[str, str] | None = None,
     budget_s: float = _PROBE_BUDGET_S,
 ) -> SandboxView:
@@ -62,7 +65,7 @@ async def probe_sandbox(
 
 
 async def guard_sandbox(
-    sandbox: HostSandbox, tells: Tells, extra_env: Mapping[str, str] | None = None
+    sandbox: HostSandbox | BoxSandbox, tells: Tells, extra_env: Mapping[str, str] | None = None
 ) -> str | None:
     """The abort reason (`contamination guard: …`, tells and surfaces named, no values)
     when the agent's sandbox shows a tell; None when it is clean."""

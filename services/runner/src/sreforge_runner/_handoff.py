@@ -50,10 +50,9 @@ from sreforge_runner._fit import fit_submitted
 from sreforge_runner._gateway import GatewayRun, drive, refusal, resolve
 from sreforge_runner._kept import agent_exit, kept_files, seal_logs
 from sreforge_runner._openai_rein import OpenAIRein
+from sreforge_runner._placement import agent_page, place_session
 from sreforge_runner._process import Budgets
 from sreforge_runner._reins import Rein, resolve_rein
-from sreforge_runner._remote import RemoteSandbox
-from sreforge_runner._sandbox import HostSandbox
 from sreforge_runner._settings import RunnerSettings
 from sreforge_runner._submit import read_sentinel
 from sreforge_runner._transcript import TRANSCRIPT_FILE, route_secrets
@@ -119,25 +118,12 @@ class RunnerHandler:
             context.log.warning("agent.refused", run_id=event.run_id, agent=state.agent)
             return _failed(event.run_id, f"refused at resolution: {answer.tool_error}")
         scenario = _find_scenario(settings.use_cases_root, state.scenario_id)
-        rein = _rein(resolved, state, scenario, settings, event.page)
+        sandbox = place_session(
+            resolved.profile, state.stack, workspace, _agent_dir(state, workspace), settings
+        )
+        page = agent_page(event.page, state.stack, sandbox)
+        rein = _rein(resolved, state, scenario, settings, page)
         budgets = _budgets(resolved, state, settings)
-        profile = resolved.profile
-        sandbox: AgentSandbox
-        if profile.remote is not None:  # `remote`: the agent runs over ssh
-            sandbox = RemoteSandbox(
-                workspace, _agent_dir(state, workspace), settings, profile.remote
-            )
-        else:
-            sandbox = HostSandbox(
-                workspace,
-                _agent_dir(state, workspace),
-                settings,
-                kind=profile.sandbox,
-                fallback=profile.sandbox_fallback,
-                install_paths=profile.command.install_paths if profile.command else (),
-                mount_at=dict(profile.command.mount_at) if profile.command else {},
-                endpoints=tuple(state.stack.agent_endpoints.values()) if state.stack else (),
-            )
         base = await asyncio.to_thread(head_commit, workspace)
         claim = json.dumps({"base_commit": base, "agent": state.agent, "at": _now()})
         once = context.once(RUNNER_CLAIM, event.run_id)

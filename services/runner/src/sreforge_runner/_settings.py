@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from pydantic import Field
@@ -46,6 +47,15 @@ class RunnerSettings(BaseSettings):
     agents_dir: Path = Field(default_factory=default_agents_dir)
     readiness_dir: Path = Field(default_factory=default_readiness_dir)
     bwrap_path: str = "bwrap"
+    docker_path: str = "docker"
+    in_box: bool = True
+    """On the compose topology, whether a profile with `in_box = true` runs in a container
+    on the run's agent network (`in-box`); off, every agent runs host-side in its
+    profile's `sandbox` (with the stack's published loopback endpoints)."""
+    box_base_image: str = "local/bookworm"
+    """The local image the box image is built on (no registry is reachable)."""
+    box_lock_dir: Path = Field(default_factory=lambda: Path(tempfile.gettempdir()) / "sreforge-box")
+    """Where the box image's build lock lives (one build across runners)."""
     scripts_dir: Path | None = None
     agent_budget_seconds: float = Field(default=600.0, gt=0)
     rein_budget_seconds: float = Field(default=120.0, gt=0)

@@ -46,6 +46,7 @@ _LABELS: dict[SandboxKind, Confinement] = {
     "host-open": "host-open",
     "host-sandboxed": "host-sandboxed",
     "remote": "in-box",
+    "in-box": "in-box",
 }
 _MAX_CALL_ROWS = 2000
 _MAX_MODELS = 10

@@ -4,12 +4,11 @@ A module of whole-run tests declares `WHOLE_RUNS = WholeRuns(RUNS, TEST_RUNS, â€
 collection ends, the root `conftest.py` moves those tests behind every other test and
 starts the runs they select, all modules' runs behind one set of slots, queued in the
 order their tests will ask. While the ordinary tests run, `SREFORGE_E2E_BACKGROUND` runs
-go at once (default 1: with a test beside it, the 2 cores are busy, and a starved run or
-timing test fails for the machine's sake); once the whole-run tests begin,
-`SREFORGE_E2E_PARALLEL` (default 2). So the ordinary tests run in the foreground while
-whole runs work in the background, and a whole-run test finds its run finished, or nearly.
-A module whose tests need a fixture first (the Docker engine's image inputs) starts its
-runs in a thread after `prepare`.
+go at once (default 2; 1 where a starved run or timing test would fail for the machine's
+sake); once the whole-run tests begin, `SREFORGE_E2E_PARALLEL` (default 2). So the
+ordinary tests run in the foreground while whole runs work in the background, and a
+whole-run test finds its run finished, or nearly. A module whose tests need a fixture
+first (the Docker engine's image inputs) starts its runs in a thread after `prepare`.
 Without the plugin (e.g. a module imported elsewhere), `open_pool` starts the module's
 runs when its fixture asks, behind the same slots.
 """
@@ -74,7 +73,7 @@ class _Session:
 
     def __init__(self) -> None:
         self.parallel = max(1, int(os.environ.get("SREFORGE_E2E_PARALLEL", "2")))
-        self.background = max(1, int(os.environ.get("SREFORGE_E2E_BACKGROUND", "1")))
+        self.background = max(1, int(os.environ.get("SREFORGE_E2E_BACKGROUND", "2")))
         self.slots = Slots(min(self.background, self.parallel))
         self.base = Path(tempfile.mkdtemp(prefix="runs-"))
         self.planned: dict[int, _Planned] = {}

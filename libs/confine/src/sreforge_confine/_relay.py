@@ -46,7 +46,7 @@ Connector = Callable[[], socket.socket]
 
 _CHUNK = 65536
 _BACKLOG = 128
-MAX_CONNECTIONS = 256
+MAX_CONNECTIONS = 512
 """Connections one relay joins at once (two threads each); the next ones wait to be accepted.
 
 A slow service behind the relay holds connections its clients already gave up on until it

@@ -82,7 +82,7 @@ class LoadGenerator:
             # The cap bounds the arrivals; the warm-up's set may come on top of them.
             limits=httpx.Limits(
                 max_connections=self.max_inflight + len(profile.working_set),
-                max_keepalive_connections=min(200, self.max_inflight),
+                max_keepalive_connections=min(64, self.max_inflight),
             ),
             transport=transport,
         )
@@ -134,16 +134,18 @@ class LoadGenerator:
             if lag > _MAX_LAG_SECONDS:
                 log.warning("schedule fell %.1fs behind; restarting it", lag)
                 next_at = time.monotonic()
-            self._launch(self.profile.request(self._sequence))
+            self._launch(self.profile.request(self._sequence), at=next_at)
             self._sequence += 1
             next_at += interval
+            self.window.advance(next_at)
 
-    def _launch(self, request: Request) -> None:
+    def _launch(self, request: Request, at: float | None = None) -> None:
+        """Send `request` (scheduled for `at`, default now), or shed it at the cap."""
         if len(self._inflight) >= self.max_inflight:
             self.metrics.shed.inc()
             self.checks.record("failed")
             return
-        self.window.record()
+        self.window.record(at)
         # The period is the launch's: a task first runs a loop turn later, maybe after a
         # pause, and its answer must not count as the next period's client latency.
         task = asyncio.create_task(self._send(request, self._period))

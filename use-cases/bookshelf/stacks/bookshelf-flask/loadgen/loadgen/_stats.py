@@ -19,10 +19,14 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.3, 0.5, 1.0, 2.5, 5.0,
 
 
 class RateWindow:
-    """Requests issued per second over the last `window_seconds`.
+    """Requests issued per second over the last `window_seconds` of the schedule.
 
     Right after a start or resume the divisor is the time since then, so the rate
-    is not under-reported while the window fills.
+    is not under-reported while the window fills. Arrivals are recorded at their
+    scheduled instant and the window ends where the schedule has got to (`advance`):
+    a generator whose loop lags (a starved host) but still sends every arrival, late,
+    reads its true rate rather than its lag; arrivals dropped after a long stall, or
+    shed, are missing from it and show.
     """
 
     def __init__(self, window_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
@@ -30,35 +34,46 @@ class RateWindow:
         self._clock = clock
         self._issued: deque[float] = deque()
         self._active_since: float | None = None
+        self._progress: float | None = None
         self._lock = threading.Lock()
 
     def activate(self) -> None:
         """Issuing (re)starts now."""
         with self._lock:
             self._active_since = self._clock()
+            self._progress = None
             self._issued.clear()
 
     def deactivate(self) -> None:
         """Issuing stops; the rate reads 0 until the next activate()."""
         with self._lock:
             self._active_since = None
+            self._progress = None
             self._issued.clear()
 
-    def record(self) -> None:
-        """One request was issued now."""
+    def record(self, at: float | None = None) -> None:
+        """One request was issued, for its scheduled instant `at` (default: now)."""
         with self._lock:
-            self._issued.append(self._clock())
+            self._issued.append(self._clock() if at is None else at)
+
+    def advance(self, to: float) -> None:
+        """Every arrival scheduled before `to` has been handled (issued, shed or dropped)."""
+        with self._lock:
+            self._progress = to
 
     def rate(self) -> float:
-        """Issued requests per second over the window."""
+        """Issued requests per second over the window, up to where the schedule has got."""
         with self._lock:
             if self._active_since is None:
                 return 0.0
             now = self._clock()
+            if self._progress is not None:
+                now = max(self._active_since, min(now, self._progress))
             while self._issued and self._issued[0] <= now - self._window:
                 self._issued.popleft()
+            issued = sum(1 for at in self._issued if at <= now)
             span = min(self._window, now - self._active_since)
-            return len(self._issued) / span if span > 0.5 else 0.0
+            return issued / span if span > 0.5 else 0.0
 
 
 class LatencyWindow:

@@ -79,6 +79,9 @@ def test_achieved_rate_follows_the_schedule_not_a_lagging_loop(
     window.advance(clock.now + 3)  # a stall: the schedule restarted, 3 s of arrivals dropped
     clock.now += 3
     assert window.rate() < 15
+    frozen = window.rate()
+    clock.now += 5  # the loop stalls outright: the window trails the clock by 2 s at most
+    assert window.rate() < frozen
 
 
 def test_paused_window_reads_zero(products: tuple[ModuleType, ModuleType]) -> None:

@@ -89,7 +89,13 @@ class Workspace:
         return self.git("rev-parse", "HEAD")
 
     def apply_mailbox(self, patches: Sequence[Path], dates: Sequence[str]) -> list[str]:
-        """`git am` each patch in order, dating commit i at `dates[i]`; return the new ids."""
+        """`git am` each patch in order, dating commit i at `dates[i]`; return the new ids.
+
+        A `git am` cut short (its deployer killed mid-arm) is aborted first: it left its
+        state behind and the original HEAD is what it restores, so arming can be repeated.
+        """
+        if patches and (self.path / self.git("rev-parse", "--git-path", "rebase-apply")).exists():
+            self.git("am", "--abort", env=identity_env(self._patch_author(patches[0]), dates[0]))
         created = []
         for patch, date in zip(patches, dates, strict=True):
             committer = self._patch_author(patch)

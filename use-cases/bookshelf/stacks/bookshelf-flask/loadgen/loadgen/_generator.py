@@ -70,7 +70,7 @@ class LoadGenerator:
         self.max_inflight = max_inflight or default_max_inflight(rate, timeout_seconds)
         self.profile = profile
         self.metrics = LoadMetrics(rate, LatencyWindow(window_seconds))
-        self.window = RateWindow(window_seconds)
+        self.window = RateWindow(window_seconds, max_lag_seconds=_MAX_LAG_SECONDS)
         self.metrics.achieved.set_function(self.window.rate)
         self.metrics.inflight.set_function(lambda: len(self._inflight))
         self.checks = ResponseChecks(self.metrics.registry, window_seconds, profile.check)

@@ -29,9 +29,17 @@ class RateWindow:
     shed, are missing from it and show.
     """
 
-    def __init__(self, window_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        window_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        max_lag_seconds: float = 2.0,
+    ) -> None:
         self._window = window_seconds
         self._clock = clock
+        # Beyond this the generator restarts its schedule (dropping what it missed), so a
+        # window never trails the clock by more: a loop stalled longer reads as short.
+        self._max_lag = max_lag_seconds
         self._issued: deque[float] = deque()
         self._active_since: float | None = None
         self._progress: float | None = None
@@ -68,7 +76,7 @@ class RateWindow:
                 return 0.0
             now = self._clock()
             if self._progress is not None:
-                now = max(self._active_since, min(now, self._progress))
+                now = max(self._active_since, now - self._max_lag, min(now, self._progress))
             while self._issued and self._issued[0] <= now - self._window:
                 self._issued.popleft()
             issued = sum(1 for at in self._issued if at <= now)

@@ -1,4 +1,4 @@
-"""The relay script's lingering launcher mode and its LISTEN=CONNECT specs."""
+"""The relay script's lingering launcher mode, its LISTEN=CONNECT specs and its bound."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from sreforge_confine import RELAY_SCRIPT
+from sreforge_confine._relay import Relay, listen_tcp, tcp_connector
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -64,3 +65,30 @@ def test_a_unix_listener_joins_a_tcp_endpoint_through_a_long_path(tmp_path: Path
     bad = _relay("tcp:nohost=unix:/x", "--", "echo", "ran")
     assert bad.returncode == 125
     assert "ran" not in bad.stdout
+
+
+def test_connections_beyond_the_bound_wait_to_be_accepted_instead_of_piling_up() -> None:
+    """With two slots, a third connection is not joined while two are open (a slow service
+    holding given-up connections no longer grows the relay's threads), and is joined as
+    soon as one of them ends."""
+    far = socket.create_server(("127.0.0.1", 0))
+    far.settimeout(10)
+    listener = listen_tcp("127.0.0.1", 0)
+    relay = Relay(listener, tcp_connector(*far.getsockname()[:2]), max_connections=2)
+    relay.start()
+    address = listener.getsockname()[:2]
+    clients = [socket.create_connection(address, timeout=10) for _ in range(3)]
+    joined = [far.accept()[0] for _ in range(2)]
+    far.settimeout(0.5)
+    with pytest.raises(TimeoutError):
+        far.accept()
+    clients[0].close()
+    assert joined[0].recv(1) == b"", "the given-up connection reached its far end"
+    joined[0].close()
+    far.settimeout(10)
+    third, _ = far.accept()
+    clients[2].sendall(b"x")
+    assert third.recv(1) == b"x"
+    relay.close()
+    for sock in (*clients, *joined, third, far):
+        sock.close()

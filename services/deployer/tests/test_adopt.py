@@ -79,6 +79,26 @@ def test_a_stack_missing_a_component_is_not_adopted(
     assert LocalTopologies(settings).down_elsewhere(record.run_id) == []
 
 
+@pytest.mark.timeout(120)
+def test_a_service_gone_between_stop_and_start_is_adopted_and_started_again(
+    orphaned: tuple[StackRecord, DeployerSettings],
+) -> None:
+    """A deployer killed mid-restart of the service (arming, the redeploy) leaves it gone:
+    the stack is adopted all the same, the gone group is never signalled, and the repeated
+    stage starts the service again."""
+    record, settings = orphaned
+    service = record.groups["tiny-api"].pgid
+    os.killpg(service, signal.SIGKILL)
+    poll(lambda: _gone(service), timeout=10, message="the service's death")
+    topology = LocalTopologies(settings).adopt(record.run_id)
+    assert "tiny-api" not in topology.stack.pgids()
+    topology.redeploy()
+    restarted = topology.stack.pgids()["tiny-api"]
+    assert restarted != service
+    assert not _gone(restarted)
+    assert topology.down() == []
+
+
 def _gone(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

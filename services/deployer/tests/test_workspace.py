@@ -130,6 +130,31 @@ def test_a_patch_that_does_not_apply_is_a_clear_error(tmp_path: Path) -> None:
     assert not (workspace.path / ".git" / "rebase-apply").exists()
 
 
+def test_a_delivery_cut_short_is_aborted_and_repeated(tmp_path: Path, change_patch: Path) -> None:
+    """A deployer killed inside `git am` leaves `.git/rebase-apply` and its index lock; the
+    repeated arming removes the lock, aborts the am and delivers from the original HEAD."""
+    workspace = Workspace.build(APP, tmp_path / "ws")
+    head = workspace.head()
+    stuck = tmp_path / "0001-stuck.patch"
+    stuck.write_text(
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+        "From: Daniel Brandt <dbrandt@shelfwise.io>\nDate: Mon, 2 Nov 2026 10:00:00 +0100\n"
+        "Subject: [PATCH] Touch a file that is not there\n\n---\n"
+        "diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+    who = ["-c", "user.name=Daniel Brandt", "-c", "user.email=dbrandt@shelfwise.io"]
+    cut = subprocess.run(
+        ["git", *who, "am", str(stuck)], cwd=workspace.path, capture_output=True, check=False
+    )
+    assert cut.returncode != 0
+    assert (workspace.path / ".git" / "rebase-apply").exists(), "the am did not stop mid-way"
+    (workspace.path / ".git" / "index.lock").touch()  # its git was killed holding the index
+    (commit,) = workspace.deliver_recent([change_patch])
+    assert workspace.git("rev-parse", "HEAD~1") == head
+    assert workspace.head() == commit
+    assert not (workspace.path / ".git" / "rebase-apply").exists()
+
+
 @pytest.mark.parametrize("mode", ["setup-baked", "arm-deploy-recent"])
 def test_agent_clone_has_no_trace_of_the_harness(tmp_path: Path, mode: str) -> None:
     """Whole history, tree, file names and identities are free of harness words."""

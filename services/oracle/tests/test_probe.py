@@ -236,3 +236,67 @@ async def test_a_late_sample_reads_prometheus_as_of_its_time(prometheus: Prometh
         sample = await reader.sample(at=at, offset_seconds=0.0)
     assert sample.app_requests == at.timestamp()
     assert sample.load_requests == at.timestamp()
+
+
+class _SlowGenerator:
+    """A generator's /metrics that holds the first `hold` requests unanswered (its port open)."""
+
+    def __init__(self, hold: int) -> None:
+        self.held = threading.Event()  # set at teardown: the held requests may end
+        seen: list[int] = []
+        release = self.held
+
+        class Metrics(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                seen.append(1)
+                if len(seen) <= hold:
+                    release.wait(30)
+                    return
+                body = b"loadgen_target_rps 20\nloadgen_achieved_rps 19\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.requests = seen
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/metrics"
+
+    def close(self) -> None:
+        self.held.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize(("hold", "unobserved", "rates"), [
+    (1, False, (20.0, 19.0)), (5, True, (None, None))], ids=["slow-once", "silent"],
+)  # fmt: skip
+async def test_a_generator_slow_to_answer_is_retried_then_unobserved_not_dead(
+    prometheus: Prometheus, hold: int, unobserved: bool, rates: tuple[object, object]
+) -> None:
+    """One scrape past the timeout is retried within the sample; a generator whose port is
+    open but which answers neither try reads as unobserved, not as a load that died."""
+    generator = _SlowGenerator(hold)
+    try:
+        async with probe(prometheus, loadgen_metrics_url=generator.url, timeout_seconds=0.5) as p:
+            sample = await p.sample(at=datetime.now(UTC), offset_seconds=1.0)
+    finally:
+        generator.close()
+    assert (sample.load_target_rps, sample.load_achieved_rps) == rates
+    assert sample.load_unobserved is unobserved
+    assert len(generator.requests) == 2
+
+
+async def test_a_generator_whose_port_refuses_reads_as_died(
+    prometheus: Prometheus, silent_url: str
+) -> None:
+    """Nothing listening (the generator killed) is evidence: no load data, observed."""
+    async with probe(prometheus, loadgen_metrics_url=f"{silent_url}/metrics") as reader:
+        sample = await reader.sample(at=datetime.now(UTC), offset_seconds=1.0)
+    assert (sample.load_target_rps, sample.load_achieved_rps) == (None, None)
+    assert sample.load_unobserved is False

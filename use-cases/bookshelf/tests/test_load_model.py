@@ -52,6 +52,38 @@ def test_achieved_rate_counts_issued_requests_over_the_window(
     assert window.rate() == 0
 
 
+def test_achieved_rate_follows_the_schedule_not_a_lagging_loop(
+    products: tuple[ModuleType, ModuleType],
+) -> None:
+    """A generator whose loop lags 1.5 s behind its schedule (a starved host), sending
+    every arrival late, reads its true 20/s, not the lag; arrivals dropped after a
+    stall are missing and show."""
+    loadgen, _ = products
+    clock = Clock()
+    window = loadgen.RateWindow(10, clock=clock)
+    window.activate()
+    start = clock.now
+    for n in range(100):  # scheduled over 5 s, each sent 1.5 s late
+        at = start + n * 0.05
+        clock.now = at + 1.5
+        window.record(at)
+        window.advance(at + 0.05)
+    assert window.rate() == pytest.approx(20)
+    lagging = loadgen.RateWindow(10, clock=clock)  # the same arrivals by their send time
+    clock.now = start
+    lagging.activate()
+    clock.now = start + 6.5
+    for n in range(100):
+        lagging.record(start + n * 0.05 + 1.5)
+    assert lagging.rate() < 16, "by send time a 1.5 s lag reads as under-delivery"
+    window.advance(clock.now + 3)  # a stall: the schedule restarted, 3 s of arrivals dropped
+    clock.now += 3
+    assert window.rate() < 15
+    frozen = window.rate()
+    clock.now += 5  # the loop stalls outright: the window trails the clock by 2 s at most
+    assert window.rate() < frozen
+
+
 def test_paused_window_reads_zero(products: tuple[ModuleType, ModuleType]) -> None:
     """A paused generator reports 0 achieved, never the stale rate from before."""
     loadgen, _ = products

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 
 __all__ = [
+    "MAX_CONNECTIONS",
     "Connector",
     "Relay",
     "listen_tcp",
@@ -45,6 +46,13 @@ Connector = Callable[[], socket.socket]
 
 _CHUNK = 65536
 _BACKLOG = 128
+MAX_CONNECTIONS = 512
+"""Connections one relay joins at once (two threads each); the next ones wait to be accepted.
+
+A slow service behind the relay holds connections its clients already gave up on until it
+answers them; without a bound, their threads piled up (1,780 in one relay under a load
+generator's timeouts), and every relayed byte then contended with them for the GIL.
+"""
 _FORWARDED = (
     signal.SIGTERM,
     signal.SIGINT,
@@ -80,14 +88,21 @@ class Relay:
     """Accepts on a listening socket; joins each connection to a fresh one from `connect`.
 
     Each direction is copied by its own thread until EOF (then half-closed);
-    `close` stops accepting and cuts every open connection.
+    `close` stops accepting and cuts every open connection. At most
+    `max_connections` are joined at once: the next connection is accepted only when
+    one ends (it waits in the listen backlog meanwhile), so the threads stay bounded.
     """
 
-    def __init__(self, listener: socket.socket, connect: Connector) -> None:
+    def __init__(
+        self, listener: socket.socket, connect: Connector, max_connections: int = MAX_CONNECTIONS
+    ) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, got {max_connections}")
         self._listener = listener
         self._connect = connect
         self._live: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(max_connections)
         self._closed = False
 
     def start(self) -> None:
@@ -105,13 +120,22 @@ class Relay:
 
     def _accept(self) -> None:
         while True:
+            self._slots.acquire()
             try:
                 conn, _ = self._listener.accept()
             except ConnectionError:
+                self._slots.release()
                 continue
             except OSError:
+                self._slots.release()
                 return
-            threading.Thread(target=self._join, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, downstream: socket.socket) -> None:
+        try:
+            self._join(downstream)
+        finally:
+            self._slots.release()
 
     def _join(self, downstream: socket.socket) -> None:
         try:

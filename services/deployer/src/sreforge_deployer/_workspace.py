@@ -89,7 +89,14 @@ class Workspace:
         return self.git("rev-parse", "HEAD")
 
     def apply_mailbox(self, patches: Sequence[Path], dates: Sequence[str]) -> list[str]:
-        """`git am` each patch in order, dating commit i at `dates[i]`; return the new ids."""
+        """`git am` each patch in order, dating commit i at `dates[i]`; return the new ids.
+
+        A `git am` cut short (its deployer killed mid-arm) is undone first: the index lock
+        its git left is removed (arming is the only git at work in the workspace then) and
+        the am aborted, which restores the original HEAD, so arming can be repeated.
+        """
+        if patches:
+            self._undo_cut_short(identity_env(self._patch_author(patches[0]), dates[0]))
         created = []
         for patch, date in zip(patches, dates, strict=True):
             committer = self._patch_author(patch)
@@ -110,6 +117,12 @@ class Workspace:
             )
             created.append(self.head())
         return created
+
+    def _undo_cut_short(self, env: dict[str, str]) -> None:
+        lock = self.path / self.git("rev-parse", "--git-path", "index.lock")
+        lock.unlink(missing_ok=True)
+        if (self.path / self.git("rev-parse", "--git-path", "rebase-apply")).exists():
+            self.git("am", "--abort", env=env)
 
     def deliver_recent(self, patches: Sequence[Path], now: datetime | None = None) -> list[str]:
         """Apply patches as a recent deploy: the last one dated `now` (the real time)."""

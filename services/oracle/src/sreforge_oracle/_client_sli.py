@@ -62,7 +62,13 @@ def assess_client_sli(config: GradingConfig, window: Window) -> Finding | None:
         return gate(_ID, False, "the sustained window has not started yet", settled=False)
     # The generator's own /metrics has no history: a stretch read back from Prometheus
     # after an oracle restart is skipped, and the counters' growth spans it.
-    held = [s for s in window.samples if s.offset_seconds >= start and not s.from_history]
+    # Nor has a sample whose read of the generator got no answer in time (`load_held`
+    # reports that, blind): the counters' growth spans it too.
+    held = [
+        s
+        for s in window.samples
+        if s.offset_seconds >= start and not (s.from_history or s.load_unobserved)
+    ]
     unread = lasting_shortfall(held, _unread, config.client_dip_tolerance_seconds)
     if unread:
         return gate(

@@ -23,7 +23,9 @@ class LoadgenReading:
     """What one scrape of the generator says; each field `None` when absent from the text.
 
     `client_within_objective` is the histogram's cumulative bucket at the objective
-    (`None` also when no bucket bound equals it).
+    (`None` also when no bucket bound equals it). `observed` is `False` when the
+    generator could not be read in time though its port was open (every field `None`):
+    the load was not observed, which is not evidence that it died.
     """
 
     target_rps: float | None = None
@@ -32,6 +34,7 @@ class LoadgenReading:
     client_requests: float | None = None
     client_within_objective: float | None = None
     client_p99_seconds: float | None = None
+    observed: bool = True
 
 
 def read_loadgen(text: str, url: str, objective_seconds: float | None) -> LoadgenReading:

@@ -31,13 +31,24 @@ def assess_load(config: GradingConfig, window: Window) -> Finding:
     above `load_min_ratio` x target. A shortfall lasting `load_dip_tolerance_seconds`
     or longer (measured first to last short sample; 0 means any short sample)
     fails it, and so does a gap in the samples or a complete window without a
-    single load sample.
+    single load sample. Samples whose read of the generator got no answer in time
+    (`load_unobserved`) are neither short nor held: a run of them lasting the
+    tolerance leaves the gate unsatisfied but `blind` (the harness could not see the
+    load), never settled, and the run's verdict is then the grading's to decide.
     """
     graded = [s for s in window.samples if s.offset_seconds >= config.load_grace_seconds]
+    seen = [s for s in graded if not s.load_unobserved]
     gap = first_gap(graded, config.load_grace_seconds, config.sample_gap_limit)
-    shortfall = _first_shortfall(config, graded)
+    shortfall = _first_shortfall(config, seen)
     if shortfall:
         return gate(_ID, False, _shortfall_detail(config, shortfall))
+    unobserved = first_lasting_run(
+        graded, lambda s: s.load_unobserved, config.load_dip_tolerance_seconds
+    )
+    if gap is None and (unobserved or (graded and not seen)):
+        run = unobserved or graded
+        return gate(_ID, False, _unobserved_detail(config, graded, run), blind=True)
+    unread, graded = len(graded) - len(seen), seen
     if gap is not None:
         return gate(
             _ID,
@@ -59,6 +70,8 @@ def assess_load(config: GradingConfig, window: Window) -> Finding:
         f"from t={graded[0].offset_seconds:.1f}s to t={graded[-1].offset_seconds:.1f}s "
         f"(lowest {lowest:.0%})"
     )
+    if unread:
+        detail += f"; {unread} samples unread (the generator slow to answer), none for long"
     return gate(_ID, True, detail)
 
 
@@ -101,6 +114,26 @@ def _shortfall_detail(
         f"load not held from t={first.offset_seconds:.1f}s: {_CAUSES[cause]}; "
         f"first short sample {rates} (need >= {config.load_min_ratio:.0%}); "
         f"short samples: {tally}"
+    )
+
+
+def _unobserved_detail(
+    config: GradingConfig, graded: Sequence[GradingSample], run: Sequence[GradingSample]
+) -> str:
+    """Where the generator went unread; the whole stretch, and every unread sample."""
+    start = next(i for i, sample in enumerate(graded) if sample is run[0])
+    stretch = []
+    for sample in graded[start:]:
+        if not sample.load_unobserved:
+            break
+        stretch.append(sample)
+    total = sum(1 for sample in graded if sample.load_unobserved)
+    return (
+        f"load not observed from t={stretch[0].offset_seconds:.1f}s to "
+        f"t={stretch[-1].offset_seconds:.1f}s: the load generator's /metrics did not answer "
+        f"in time at {len(stretch)} samples in a row (its port open; {total} such samples "
+        f"in all, tolerance {config.load_dip_tolerance_seconds:.1f}s): the harness could "
+        "not see the load, which is no evidence that it died"
     )
 
 

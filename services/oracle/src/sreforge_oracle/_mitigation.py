@@ -52,6 +52,11 @@ class _Assessment:
     def gates_held(self) -> bool:
         return all(gate.signal.satisfied for gate in self.gates)
 
+    def blind_gates(self) -> list[Finding]:
+        """The unsatisfied gates, if every one of them is only blind; else `[]`."""
+        failing = [gate for gate in self.gates if not gate.signal.satisfied]
+        return failing if failing and all(gate.blind for gate in failing) else []
+
 
 def grade(
     config: GradingConfig,
@@ -63,7 +68,8 @@ def grade(
 
     `handoff_alerts` are the alerts firing when the agent got the page; they
     do not count as new. Raises `GradingError` when the samples end before
-    grading is complete (see `grading_complete`).
+    grading is complete (see `grading_complete`), and when the run would pass but for
+    gates that are only blind (the load generator went unread: no honest verdict).
     """
     closed = _fail_closed(config, outcome)
     if closed is not None:
@@ -79,6 +85,11 @@ def grade(
     passed = (
         stop == "window_complete" and score >= config.pass_threshold and assessment.gates_held()
     )
+    blind = assessment.blind_gates()
+    if not passed and blind and stop == "window_complete" and score >= config.pass_threshold:
+        # Everything observed says pass; what was not observed is the harness's fault, so
+        # neither verdict would be honest.
+        raise GradingError(f"the harness could not observe the load: {blind[0].signal.detail}")
     signals = [assessment.weighted[k].signal for k in WEIGHTED_SIGNALS]
     gates = [gate.signal for gate in assessment.gates]
     return MitigationGrade(

@@ -219,7 +219,10 @@ class GradingSample(_Frozen):
     `client_p99_seconds` its p99 gauge; `app_requests` and `load_requests` are the
     `[verify.telemetry]` counts on Prometheus; `monitoring` the monitoring plane.
     Each is `None` when not read or not answered. `from_history` marks a sample
-    read back from Prometheus's TSDB (a stretch the oracle did not watch live).
+    read back from Prometheus's TSDB (a stretch the oracle did not watch live);
+    `load_unobserved` one whose read of the load generator got no answer in time, twice,
+    though its port was open (the harness could not see the load; its load fields
+    are `None`, which here is no evidence that the load died).
     """
 
     at: datetime
@@ -237,6 +240,7 @@ class GradingSample(_Frozen):
     load_requests: float | None = None
     monitoring: MonitoringSnapshot | None = None
     from_history: bool = False
+    load_unobserved: bool = False
 
     def firing(self) -> list[ObservedAlert]:
         """The alerts firing (not merely pending) at this sample."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import math
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -26,6 +27,15 @@ from sreforge_oracle._plane import (
 
 __all__ = ["PrometheusProbe", "target_state"]
 
+_SCRAPE_TRIES = 2
+
+
+class _Miss(enum.Enum):
+    """What a scrape of the load generator gave instead of its text."""
+
+    GONE = "its port refused, or something else answered with an error"
+    SILENT = "no answer in time with its port open"
+
 
 def target_state(alerts: Sequence[ObservedAlert], name: str) -> AlertState:
     """The target alert's state: firing if any of its series fires, else pending, else inactive."""
@@ -42,12 +52,14 @@ class PrometheusProbe:
     `group_wait` lag, and pending is visible). The SLI and the load rates are
     instant queries; a query without a value (empty, NaN, infinite) gives
     `None`, never 0. With `loadgen_metrics_url`, the load rates are read from
-    the generator's own `/metrics` instead (no scrape lag); a generator that
-    does not answer there reads as no load data. With `service_ok_promql`, each
-    sample also reads the load generator's ok ratio (`loadgen_ok_ratio`, from its
-    `/metrics` too when `loadgen_metrics_url` is set). That scrape, one per sample,
-    also gives the generator's latency histogram (its count, and its bucket at
-    `client_objective_seconds`) and p99 gauge. `app_requests_promql` and
+    the generator's own `/metrics` instead (no scrape lag), tried twice; a
+    generator whose port refuses (or answers an error) reads as no load data, one
+    that does not answer in time as an unobserved load (`load_unobserved`). With
+    `service_ok_promql`, each sample also reads the load generator's ok ratio
+    (`loadgen_ok_ratio`, from its `/metrics` too when `loadgen_metrics_url` is
+    set). That scrape, one per sample, also gives the generator's latency
+    histogram (its count, and its bucket at `client_objective_seconds`) and p99
+    gauge. `app_requests_promql` and
     `load_requests_promql` are read when set; with `read_monitoring`, each sample
     also reads the monitoring plane (Prometheus's runtime info, rules and targets,
     and `alertmanager_url`'s status; an Alertmanager that does not answer reads as
@@ -158,6 +170,7 @@ class PrometheusProbe:
             client_requests=load.client_requests,
             client_within_objective=load.client_within_objective,
             client_p99_seconds=load.client_p99_seconds,
+            load_unobserved=not load.observed,
             app_requests=app_task.result(),
             load_requests=count_task.result(),
             monitoring=plane_task.result(),
@@ -210,8 +223,10 @@ class PrometheusProbe:
         """The load as one scrape of the generator gives it, or from Prometheus without its URL."""
         if self._loadgen_url is not None:
             text = await self._scrape(self._loadgen_url)
-            if text is None:
-                return LoadgenReading()  # the generator is what we observe: silence means it died
+            if text is _Miss.GONE:
+                return LoadgenReading()  # nothing listens, or not the generator: it died
+            if text is _Miss.SILENT:
+                return LoadgenReading(observed=False)
             return read_loadgen(text, self._loadgen_url, self._objective)
         target, achieved, ok = await asyncio.gather(
             *(self._maybe_query(q, at) for q in (*self._load_promql, self._service_promql))
@@ -287,14 +302,36 @@ class PrometheusProbe:
             return None
         return (await self._load_reading()).ok_ratio
 
-    async def _scrape(self, url: str) -> str | None:
-        """The generator's exposition text, or `None` when it does not answer."""
-        try:
-            response = await self._client.get(url)
-            response.raise_for_status()
-        except httpx.HTTPError:
-            return None
-        return response.text
+    async def _scrape(self, url: str) -> str | _Miss:
+        """The generator's exposition text, or why not, after at most two tries.
+
+        One failed read is no verdict on a loaded host (the generator, or this loop, may
+        lag past the timeout once), so a failure is retried at once. `GONE` when the last
+        try was refused (nothing listens: the process is gone) or answered with an error
+        status (not the generator); `SILENT` when it timed out or broke off with the
+        port open: the harness could not observe the load.
+        """
+        outcome = _Miss.SILENT
+        for _ in range(_SCRAPE_TRIES):
+            try:
+                response = await self._client.get(url)
+            except httpx.HTTPError as error:
+                outcome = _Miss.GONE if _refused(error) else _Miss.SILENT
+                continue
+            if response.is_success:
+                return response.text
+            outcome = _Miss.GONE
+        return outcome
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether the connection was refused (anywhere in the exception's chain)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 @contextlib.contextmanager

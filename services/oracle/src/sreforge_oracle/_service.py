@@ -24,7 +24,8 @@ def assess_service(config: GradingConfig, window: Window) -> Finding | None:
 
     From `load_grace_seconds` on, every sample must show the load generator's ok
     ratio at or above `service_min_ok_ratio`; a sample without a ratio (no checked
-    answer in the generator's window, the generator gone) counts as short. A short
+    answer in the generator's window, the generator gone) counts as short; one whose
+    read of the generator got no answer in time (`load_unobserved`) is skipped. A short
     run lasting `service_dip_tolerance_seconds` or longer (first to last short
     sample; 0 means any short sample) fails it, and so does a gap in the samples or
     a complete window without a sample after the grace.
@@ -33,13 +34,15 @@ def assess_service(config: GradingConfig, window: Window) -> Finding | None:
     if minimum is None:
         return None
     grace = config.load_grace_seconds
-    graded = [s for s in window.samples if s.offset_seconds >= grace]
+    timed = [s for s in window.samples if s.offset_seconds >= grace]
+    # An unread generator is no answer-check data either way: `load_held` says so, blind.
+    graded = [s for s in timed if not s.load_unobserved]
     short = lasting_shortfall(
         graded, lambda s: _is_short(minimum, s), config.service_dip_tolerance_seconds
     )
     if short:
         return gate(_ID, False, _short_detail(minimum, short))
-    gap = first_gap(graded, grace, config.sample_gap_limit)
+    gap = first_gap(timed, grace, config.sample_gap_limit)
     if gap is not None:
         return gate(
             _ID,
@@ -48,6 +51,9 @@ def assess_service(config: GradingConfig, window: Window) -> Finding | None:
             f"(limit {config.sample_gap_limit:.1f}s without a sample)",
         )
     if not graded:
+        if timed:
+            return gate(_ID, False, "answers not observed: the load generator was unread "
+                        "at every sample", blind=True)  # fmt: skip
         if window.complete:
             return gate(_ID, False, f"no sample after the {grace:.1f}s load grace period")
         return gate(_ID, False, "answers not observed yet", settled=False)

@@ -29,19 +29,27 @@ class Finding:
     """A signal as of the samples so far, plus the best value later samples could still give it.
 
     A settled signal has `best_value == signal.value`; an unsettled one (e.g. the
-    alert has not cleared yet but may) has a higher `best_value`.
+    alert has not cleared yet but may) has a higher `best_value`. `blind` marks a gate
+    that is unsatisfied only because the harness could not observe what it judges (a
+    harness fault, not evidence against the agent's fix).
     """
 
     signal: OracleSignal
     best_value: float
+    blind: bool = False
 
 
-def gate(signal_id: str, satisfied: bool, detail: str, *, settled: bool = True) -> Finding:
-    """A weight-0 integrity gate's finding; unsettled (not observed yet) it may still hold."""
+def gate(
+    signal_id: str, satisfied: bool, detail: str, *, settled: bool = True, blind: bool = False
+) -> Finding:
+    """A weight-0 integrity gate's finding; unsettled (not observed yet) it may still hold.
+
+    A `blind` finding is never settled: what went unobserved is no evidence either way.
+    """
     signal = OracleSignal(
         id=signal_id, satisfied=satisfied, value=float(satisfied), weight=0.0, detail=detail
     )
-    return Finding(signal, best_value=signal.value if settled else 1.0)
+    return Finding(signal, best_value=signal.value if settled and not blind else 1.0, blind=blind)
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,12 @@ the stack over: lease its ports again, know its groups, read back what arming
 recorded, and go on arming, redeploying and tearing it down. A stack whose boot did
 not finish, any of whose components died, or whose Prometheus or Alertmanager no
 longer answers, is not adopted (`StackLostError`): half a stack is never handed to the
-rest of the run. A live component's own health check is not asked: the service may be
-slow by design (the scenario's fault, a loaded machine) or restarting mid-redeploy;
-the redeploy's readiness gate and the grading judge it.
+rest of the run. The one exception is the scenario's service: arming and the redeploy
+stop it and start it again, so a deployer killed between the two leaves it gone; the
+stage that is repeated starts it again (it is adopted as not running). A live
+component's own health check is not asked: the service may be slow by design (the
+scenario's fault, a loaded machine) or restarting mid-redeploy; the redeploy's
+readiness gate and the grading judge it.
 
 This module fills in a `LocalStack`'s private state: it is the one place outside
 `_stack.py` that does, and only for a stack nobody else holds.
@@ -58,10 +61,10 @@ def adopt_stack(
         settings=settings,
     )
     names = [c.name for c in stack.spec.components] + [ALERTMANAGER, PROMETHEUS]
-    _check_groups(record, names)
+    gone = _check_groups(record, names, restartable=stack.spec.service)
     stack._leases = _reclaim_ports(record, settings)
     try:
-        _restore(stack, record)
+        _restore(stack, record, gone)
         _check_healthy(stack)
     except BaseException:
         for lease in stack._leases.values():
@@ -71,7 +74,8 @@ def adopt_stack(
     return stack
 
 
-def _check_groups(record: StackRecord, names: list[str]) -> None:
+def _check_groups(record: StackRecord, names: list[str], *, restartable: str) -> set[str]:
+    """The components that are gone but may be: at most `restartable`; else `StackLostError`."""
     missing = [name for name in names if name not in record.groups]
     if missing:
         raise StackLostError(
@@ -79,8 +83,10 @@ def _check_groups(record: StackRecord, names: list[str]) -> None:
             f"{', '.join(missing)})"
         )
     dead = [name for name, group in record.groups.items() if not _running(group)]
-    if dead:
-        raise StackLostError(f"run {record.run_id}: components {', '.join(dead)} are gone")
+    lost = [name for name in dead if name != restartable]
+    if lost:
+        raise StackLostError(f"run {record.run_id}: components {', '.join(lost)} are gone")
+    return set(dead)
 
 
 def _running(group: GroupRecord) -> bool:
@@ -101,7 +107,7 @@ def _reclaim_ports(record: StackRecord, settings: DeployerSettings) -> dict[str,
     return reclaim_leases(record.run_id, record.ports, allocator)
 
 
-def _restore(stack: LocalStack, record: StackRecord) -> None:
+def _restore(stack: LocalStack, record: StackRecord, gone: set[str]) -> None:
     wiring = stack._wiring()
     stack.workspace = Workspace(wiring.workspace_dir)
     stack.built_commit = record.built_commit
@@ -111,10 +117,15 @@ def _restore(stack: LocalStack, record: StackRecord) -> None:
     if record.armed_at is not None and stack.setup.delivery_mode == "arm-runtime-notrace":
         stack._runtime_env = dict(stack.setup.runtime_env)
     stack.rendered = _rendered(stack)
-    stack._groups_seen = {name: group.pgid for name, group in record.groups.items()}
+    # A gone group's pgid may belong to a stranger by now: it is never signalled.
+    live = {name: group for name, group in record.groups.items() if name not in gone}
+    stack._groups_seen = {name: group.pgid for name, group in live.items()}
     for spec in stack.spec.components:
         launch = wiring.launch(spec, stack._runtime_env)
-        stack._components[spec.name] = Component(launch, adopted_pgid=record.groups[spec.name].pgid)
+        group = live.get(spec.name)
+        stack._components[spec.name] = Component(
+            launch, adopted_pgid=None if group is None else group.pgid
+        )
 
 
 def _rendered(stack: LocalStack) -> RenderedObservability:

@@ -1,8 +1,8 @@
 """loadgen: an open-model (constant arrival rate) HTTP load generator."""
 
 from ._checks import OkWindow, ResponseChecks, judge
-from ._control import control_app
-from ._generator import LoadGenerator, WarmupReport
+from ._control import ControlServer
+from ._generator import LoadGenerator, WarmupReport, default_max_inflight
 from ._profiles import PROFILE_NAMES, Profile, profile_named, search_storm
 from ._searches import SearchSet, build_search_set
 from ._stats import LatencyWindow, LoadMetrics, RateWindow
@@ -17,6 +17,7 @@ from ._truth import (
 
 __all__ = [
     "PROFILE_NAMES",
+    "ControlServer",
     "ExpectedHit",
     "LatencyWindow",
     "LoadGenerator",
@@ -31,7 +32,7 @@ __all__ = [
     "WarmupReport",
     "build_search_set",
     "catalogue_editions",
-    "control_app",
+    "default_max_inflight",
     "judge",
     "open_library",
     "profile_named",

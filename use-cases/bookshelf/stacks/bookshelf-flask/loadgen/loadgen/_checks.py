@@ -11,6 +11,7 @@ fast by answering less, or by answering something else, must not look healthy.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -50,24 +51,28 @@ class OkWindow:
         self._clock = clock
         self._ok: deque[float] = deque()
         self._not_ok: deque[float] = deque()
+        self._lock = threading.Lock()  # the control server's threads read it
 
     def record(self, result: Result) -> None:
         """One response was judged now."""
-        (self._ok if result == "ok" else self._not_ok).append(self._clock())
+        with self._lock:
+            (self._ok if result == "ok" else self._not_ok).append(self._clock())
 
     def clear(self) -> None:
         """Forget every response so far."""
-        self._ok.clear()
-        self._not_ok.clear()
+        with self._lock:
+            self._ok.clear()
+            self._not_ok.clear()
 
     def ratio(self) -> float:
         """ok / checked over the window, or NaN without a checked response."""
-        horizon = self._clock() - self._window
-        for times in (self._ok, self._not_ok):
-            while times and times[0] <= horizon:
-                times.popleft()
-        checked = len(self._ok) + len(self._not_ok)
-        return len(self._ok) / checked if checked else math.nan
+        with self._lock:
+            horizon = self._clock() - self._window
+            for times in (self._ok, self._not_ok):
+                while times and times[0] <= horizon:
+                    times.popleft()
+            ok, checked = len(self._ok), len(self._ok) + len(self._not_ok)
+        return ok / checked if checked else math.nan
 
 
 class ResponseChecks:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from sreforge_bus import Bus, connect
 from sreforge_oracle import RunJournal
@@ -41,6 +42,10 @@ class Fault:
 
     target: str
     phase: str
+    frozen_from: str | None = None
+    """A phase from whose start the target is frozen (SIGSTOP) until the strike: for a
+    phase too short to hit otherwise (the correlator's turn of a TriggerFired takes
+    milliseconds), so the strike lands in it rather than just after."""
 
     @property
     def name(self) -> str:
@@ -122,6 +127,20 @@ def _agent_working(live: _Live) -> bool:
     return live.seen("BriefReady") and '"agent.start"' in live.services.text("runner")
 
 
+def _alert_firing(live: _Live) -> bool:
+    """The run's Prometheus fires an alert: its page reaches the trigger within the
+    (scaled) group wait."""
+    (ready,) = live.watch.of_type("StackReady")[:1] or (None,)
+    prometheus = getattr(ready, "operator_endpoints", {}).get("prometheus")
+    if prometheus is None:
+        return False
+    try:
+        answer = httpx.get(f"{prometheus}/api/v1/alerts", timeout=1.0).json()
+    except (httpx.HTTPError, ValueError):
+        return False
+    return any(alert.get("state") == "firing" for alert in answer["data"]["alerts"])
+
+
 def _ci_testing(live: _Live) -> bool:
     return any("pytest" in line for line in descendants(live.services.current("deployer").pid))
 
@@ -132,6 +151,7 @@ PHASES: dict[str, tuple[str, str, _Check | None]] = {
     "boot": ("RunRequested", "StackReady", _under("deployer")),
     "arm": ("StackReady", "FaultArmed", None),
     "alerting": ("StackReady", "TriggerFired", None),  # the alert pending, then firing
+    "firing": ("FaultArmed", "TriggerFired", _alert_firing),  # its page on its way
     "fired": ("TriggerFired", "RunTriggered", None),
     "triggered": ("RunTriggered", "BriefReady", None),
     "agent": ("BriefReady", "Submitted", _agent_working),
@@ -206,6 +226,13 @@ async def _drive(plan: Plan, services: Services, outcome: Outcome) -> None:
     struck: list[tuple[Fault, datetime]] = []
     try:
         for fault in plan.faults:
+            if fault.frozen_from is not None:
+
+                async def frozen(fault: Fault = fault) -> bool:
+                    return await _reached(live, fault.frozen_from or "")
+
+                await until(frozen, f"{fault.name} (freeze):\n{run.progress}", RUN_LIMIT_S)
+                services.freeze(fault.target)
 
             async def reached(fault: Fault = fault) -> bool:
                 return await _reached(live, fault.phase)

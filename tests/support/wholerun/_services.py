@@ -107,6 +107,11 @@ class Services:
         """The service's latest process."""
         return self.processes[name][-1]
 
+    def freeze(self, name: str) -> None:
+        """SIGSTOP the service's process group: it holds what it has and handles nothing
+        more until `kill` (SIGKILL ends a stopped process too)."""
+        os.killpg(self.current(name).pid, signal.SIGSTOP)
+
     def kill(self, name: str) -> None:
         """SIGKILL the service's process group and start a fresh `serve` of it at once."""
         proc = self.current(name)

@@ -18,8 +18,7 @@ import uvicorn
 from devtools import DevTools
 from headless import chromium
 from reportfixtures import write_run
-
-from sreforge.report._dashboard import create_dashboard
+from sreforge_report._dashboard import create_dashboard
 
 __all__ = ["chromium"]
 

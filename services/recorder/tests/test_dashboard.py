@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import socket
 import threading
 from collections.abc import Iterator
@@ -171,8 +173,13 @@ def test_a_run_in_flight_on_the_recorders_dashboard(
         assert browser.problems == []
         href = browser.evaluate("document.querySelector('a.report-link').href")
         assert "<svg" in httpx.get(href).text
+        shot = tmp_path / "dashboard.png"
+        browser.screenshot(shot)
     finally:
         browser.close()
+    target = os.environ.get("SREFORGE_REPORT_SCREENSHOTS")
+    if target:  # docs/img/dashboard.png
+        shutil.copy(shot, Path(target) / shot.name)
     skipped = json.loads((settings.runs_dir / run / "diagnosis-skipped.json").read_text())
     assert "no judge model configured" in skipped["reason"]
     record = json.loads((settings.runs_dir / run / "record.json").read_text())

@@ -15,10 +15,10 @@ from typing import Any, Protocol
 from fastapi import Request
 from fastapi.responses import StreamingResponse
 
-__all__ = ["POLL_S", "BusFeed", "bus_stream", "sli_stream", "sse"]
+__all__ = ["HEARTBEAT_S", "POLL_S", "BusFeed", "bus_stream", "frame", "sli_stream", "sse"]
 
 POLL_S = 0.5
-_HEARTBEAT_S = 10.0
+HEARTBEAT_S = 10.0
 _HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
@@ -45,22 +45,31 @@ def frame(item: dict[str, Any]) -> str:
 
 
 def bus_stream(request: Request, feed: BusFeed) -> StreamingResponse:
-    """Every bus message as it is published, with a heartbeat while the bus is quiet."""
+    """Every bus message as it is published, with a heartbeat while the bus is quiet.
+
+    A pump task drains `feed.watch()` into a queue, so a quiet spell (the heartbeat's
+    timeout) cancels only a wait on the queue, never the watch: nothing is lost.
+    """
 
     async def stream() -> AsyncIterator[str]:
-        watching = feed.watch()
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+        async def pump() -> None:
+            async for item in feed.watch():
+                queue.put_nowait(item)
+
+        pumping = asyncio.create_task(pump())
         try:
-            while not await request.is_disconnected():
+            while not await request.is_disconnected() and not pumping.done():
                 try:
-                    item = await asyncio.wait_for(anext(watching), _HEARTBEAT_S)
+                    item = await asyncio.wait_for(queue.get(), HEARTBEAT_S)
                 except TimeoutError:
                     yield ": still here\n\n"
                     continue
-                except StopAsyncIteration:
-                    return
                 yield frame(item)
         finally:
-            await watching.aclose()  # type: ignore[attr-defined]
+            pumping.cancel()
+            await asyncio.gather(pumping, return_exceptions=True)
 
     return sse(stream())
 
@@ -77,7 +86,7 @@ def sli_stream(request: Request, feed: BusFeed, run_id: str) -> StreamingRespons
                 yield frame({"run_id": run_id, **sample})
             quiet = 0.0 if len(samples) > sent else quiet + POLL_S
             sent = max(sent, len(samples))
-            if quiet >= _HEARTBEAT_S:
+            if quiet >= HEARTBEAT_S:
                 quiet = 0.0
                 yield ": still here\n\n"
             await asyncio.sleep(POLL_S)

@@ -176,6 +176,10 @@ _WIRED = (
     "SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE",
     "SREFORGE_DEPLOYER_ALERT_TOKEN_FILE",
     "SREFORGE_DEPLOYER_ENGINE_HOME",
+    "SREFORGE_DASHBOARD_TOKEN",
+    "SREFORGE_RECORDER_DASHBOARD_TOKEN",
+    "SREFORGE_RECORDER_DASHBOARD_TOKEN_FILE",
+    "SREFORGE_RECORDER_DASHBOARD_PORT",
 )
 
 
@@ -227,6 +231,32 @@ def test_explicit_settings_win_over_the_wiring(
     wire_defaults(EngineSettings(home=tmp_path))
     assert os.environ["SREFORGE_TRIGGER_PORT"] == "12345"
     assert os.environ["SREFORGE_DEPLOYER_ALERT_WEBHOOK_BASE"] == "http://127.0.0.1:1/x"
+
+
+def test_wiring_gives_the_recorders_dashboard_the_operators_token_in_a_private_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token is the operator's (an HMAC of its bus password), kept 0600 in the home and
+    named by path, never put in the environment children inherit; `sreforge up`'s line
+    names the URL and where the token is, not the token."""
+    from sreforge_report import dashboard_token
+
+    from sreforge._dashboard_wiring import announce_dashboard
+    from sreforge._engine import bus_credentials
+    from sreforge._settings import EngineSettings
+
+    _unset_wiring(monkeypatch)
+    settings = EngineSettings(home=tmp_path)
+    line = announce_dashboard(settings)
+    token_file = tmp_path / "dashboard.token"
+    password = bus_credentials(settings).credential("operator").password
+    assert token_file.read_text().strip() == dashboard_token(password)
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    assert os.environ["SREFORGE_RECORDER_DASHBOARD_TOKEN_FILE"] == str(token_file)
+    assert dashboard_token(password) not in line
+    assert dashboard_token(password) not in "".join(os.environ.values())
+    port = os.environ["SREFORGE_RECORDER_DASHBOARD_PORT"]
+    assert port == "0" or f"http://127.0.0.1:{port}/?token=$(cat {token_file})" in line
 
 
 def test_tail_with_a_stale_operator_password_says_the_login_was_refused(

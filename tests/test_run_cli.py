@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sreforge_contracts import (
@@ -147,6 +148,26 @@ def test_the_verdict_block_lists_each_signal_and_the_record() -> None:
     assert any(line.startswith("  ✓ ci_green") and "weight 0.25" in line for line in lines)
     assert any(line.startswith("  ✗ alert_cleared") and "firing" in line for line in lines)
     assert lines[-1] == "record:  /runs/x/record.json"
+
+
+def test_the_verdict_block_names_the_diagnosis_beside_the_verdict(tmp_path: Path) -> None:
+    """The RCA judge's score (or why it did not judge) follows the record, apart from the score."""
+    record = tmp_path / "record.json"
+    record.write_text("{}")
+    assert format_outcome(Outcome(RUN, "failed", record=str(record))).endswith(
+        "diagnosis: pending (the recorder's RCA judge is at work: sreforge show RUN_ID)"
+    )
+    skipped = {"reason": "no judge model configured (set SREFORGE_JUDGE_MODEL)"}
+    (tmp_path / "diagnosis-skipped.json").write_text(json.dumps(skipped))
+    text = format_outcome(Outcome(RUN, "failed", record=str(record)))
+    assert text.endswith(
+        "diagnosis: not judged: no judge model configured (set SREFORGE_JUDGE_MODEL)"
+    )
+    (tmp_path / "diagnosis.json").write_text(json.dumps({"score": 0.8, "judge_model": "judge-1"}))
+    text = format_outcome(Outcome(RUN, "failed", record=str(record)))
+    assert (
+        "diagnosis: 0.80 by judge-1 (the RCA judge, beside the verdict, not in the score)" in text
+    )
 
 
 def test_a_rejection_block_gives_the_reason() -> None:

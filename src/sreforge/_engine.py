@@ -123,6 +123,9 @@ def wire_defaults(settings: EngineSettings, *, separate_processes: bool = False)
     )
     # Stack records name their home, so `stack down --all` stops only this home's stacks.
     os.environ.setdefault("SREFORGE_DEPLOYER_ENGINE_HOME", str(settings.home))
+    from sreforge._dashboard_wiring import wire_dashboard  # the recorder's live dashboard
+
+    wire_dashboard(settings)
 
 
 def _default_trigger_port() -> int:

@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from sreforge_contracts import (
@@ -199,7 +200,27 @@ def format_outcome(outcome: Outcome) -> str:
             weight = f"weight {signal.weight:.2f}"
             lines.append(f"  {mark} {signal.id:<16} {signal.value:4.2f}  {weight}{detail}")
     lines.append(f"record:  {outcome.record or '(none written)'}")
+    lines += _diagnosis_lines(outcome.record)
     return "\n".join(lines)
+
+
+def _diagnosis_lines(record: str | None) -> list[str]:
+    """The RCA judge's diagnosis beside the verdict (never in the score), or why there is
+    none; nothing when the record is not on this machine."""
+    if record is None or not Path(record).is_file():
+        return []
+    folder = Path(record).parent
+    try:
+        diagnosis = json.loads((folder / "diagnosis.json").read_text(encoding="utf-8"))
+        return [f"diagnosis: {float(diagnosis['score']):.2f} by {diagnosis['judge_model']} "
+                "(the RCA judge, beside the verdict, not in the score)"]  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        skipped = json.loads((folder / "diagnosis-skipped.json").read_text(encoding="utf-8"))
+        return [f"diagnosis: not judged: {skipped['reason']}"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ["diagnosis: pending (the recorder's RCA judge is at work: sreforge show RUN_ID)"]
 
 
 def _telling(ended: AgentExit, submitted: bool) -> bool:

@@ -18,11 +18,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
+    from sreforge_report import ReportError
+
     from sreforge._errors import SreforgeError
 
     try:
         code: int = args.handler(args)
-    except SreforgeError as error:
+    except (SreforgeError, ReportError) as error:
         print(f"sreforge: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -107,8 +109,11 @@ def _add_guard_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _up(args: argparse.Namespace) -> int:
+    from sreforge._dashboard_wiring import announce_dashboard
     from sreforge._engine import run_engine
+    from sreforge._settings import EngineSettings
 
+    print(announce_dashboard(EngineSettings()), flush=True)
     return run_engine(SERVICE_NAMES)
 
 

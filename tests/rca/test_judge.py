@@ -12,8 +12,8 @@ import pytest
 from replay import Received, ReplayServer, Script, Turn
 from reportfixtures import write_run
 from sreforge_contracts import default_use_cases, find_scenario, parse_diagnosis
+from sreforge_report import ReportError
 
-from sreforge._errors import SreforgeError
 from sreforge.rca import JudgeSettings, NotJudged, judge_run, messages, parse_grade, root_cause
 from sreforge.report import load_run, render_run
 from sreforge.report._terminal import format_run
@@ -80,7 +80,7 @@ def test_a_scenario_without_the_section_is_a_hard_error(tmp_path: Path) -> None:
     """Judging against nothing would grade noise: refuse, naming the file."""
     (tmp_path / "verify").mkdir()
     (tmp_path / "verify" / "oracle.md").write_text("# Oracle\n\n## Signals\n")
-    with pytest.raises(SreforgeError, match="Root cause"):
+    with pytest.raises(ReportError, match="Root cause"):
         root_cause(tmp_path)
 
 

@@ -18,8 +18,7 @@ import uvicorn
 from devtools import DevTools
 from headless import chromium
 from reportfixtures import write_run
-
-from sreforge.report._dashboard import create_dashboard
+from sreforge_report._dashboard import create_dashboard
 
 __all__ = ["chromium"]
 
@@ -108,8 +107,8 @@ def test_the_page_follows_a_run_in_flight_to_its_verdict(
     finally:
         browser.close()
     target = os.environ.get("SREFORGE_REPORT_SCREENSHOTS")
-    if target:
-        shutil.copy(shot, Path(target) / shot.name)
+    if target:  # the recorder's dashboard makes docs/img/dashboard.png; this one its own
+        shutil.copy(shot, Path(target) / "dashboard-folders.png")
 
 
 def test_a_runs_own_stream_carries_only_that_run(dashboard: str, runs: Path) -> None:

@@ -269,6 +269,36 @@ async def test_a_service_cannot_read_another_services_replies(connect_as: Connec
     await poll(refused, "the subscription to the oracle's inboxes to be refused", timeout=5)
 
 
+async def test_the_recorder_watches_the_whole_bus_and_no_other_service_does(
+    connect_as: ConnectAs,
+) -> None:
+    """The dashboard's whole-bus stream: the recorder's core subscription to `sreforge.>`
+    sees every message; the same subscription by another service is refused."""
+    recorder = await connect_as("recorder")
+    watcher = await connect_as("runner")
+    oracle = await connect_as("oracle")
+    seen: list[str] = []
+
+    async def keep(message: Any) -> None:
+        seen.append(message.subject)
+
+    await recorder.nc.subscribe("sreforge.>", cb=keep)
+    errors: list[str] = []
+
+    async def record(err: Exception) -> None:
+        errors.append(str(err))
+
+    watcher.nc._error_cb = record
+    await watcher.nc.subscribe("sreforge.>")
+    await oracle.publish(_failed())
+
+    async def both() -> bool:
+        refused = any("permissions violation for subscription" in e for e in errors)
+        return refused and "sreforge.run.run-0001.RunFailed" in seen
+
+    await poll(both, "the recorder to see the event and the runner to be refused", timeout=5)
+
+
 def _failed(run_id: str = "run-0001") -> RunFailed:
     return RunFailed(run_id=run_id, producer="tests", stage="ci", reason="r", verdict="error")
 

@@ -4,9 +4,10 @@
 `_judge` reads the run folder and the scenario's oracle, calls the model, writes the file.
 """
 
+from sreforge_report._judge import JudgeSettings, NotJudged, judge_run, root_cause
+from sreforge_report._prompt import addresses_grader, messages, parse_grade
+
 from sreforge.rca._cli import add_judge_command
-from sreforge.rca._judge import JudgeSettings, NotJudged, judge_run, root_cause
-from sreforge.rca._prompt import addresses_grader, messages, parse_grade
 
 __all__ = [
     "JudgeSettings",

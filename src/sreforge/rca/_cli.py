@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sreforge.rca._judge import JudgeSettings, NotJudged, judge_run
+from sreforge_report._judge import JudgeSettings, NotJudged, judge_run
 
 __all__ = ["add_judge_command"]
 
@@ -27,7 +27,7 @@ def add_judge_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from sreforge.report._load import runs_dir
+    from sreforge_report._load import runs_dir
 
     folder = runs_dir() / args.run_id
     outcome = judge_run(folder, JudgeSettings(), args.scenario)

@@ -5,10 +5,11 @@ script, nothing fetched); `sreforge show RUN_ID` and `sreforge runs` print to th
 Rendering is pure (records in, text out); `_load` reads folders, `_cli` writes files.
 """
 
+from sreforge_report._load import ReportError, load_campaign, load_run
+from sreforge_report._run_page import render_run
+
 from sreforge.report._campaign_page import render_campaign
 from sreforge.report._cli import add_report_commands, write_report
-from sreforge.report._load import ReportError, load_campaign, load_run
-from sreforge.report._run_page import render_run
 
 __all__ = [
     "ReportError",

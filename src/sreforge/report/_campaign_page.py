@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from sreforge_report._html import page, pill, section, table
+from sreforge_report._load import CampaignBundle
+from sreforge_report._svg import Point, cdf_chart, scatter_chart
+
 from sreforge.campaign._stats import COUNTED
-from sreforge.report._html import page, pill, section, table
-from sreforge.report._load import CampaignBundle
-from sreforge.report._svg import Point, cdf_chart, scatter_chart
 
 __all__ = ["agent_colors", "render_campaign"]
 

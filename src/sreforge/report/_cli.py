@@ -7,15 +7,16 @@ import argparse
 import os
 from pathlib import Path
 
-from sreforge.report._campaign_page import render_campaign
-from sreforge.report._load import (
+from sreforge_report._load import (
     ReportError,
     campaigns_dir,
     load_campaign,
     load_run,
     runs_dir,
 )
-from sreforge.report._run_page import render_run
+from sreforge_report._run_page import render_run
+
+from sreforge.report._campaign_page import render_campaign
 from sreforge.report._terminal import format_run, format_runs, list_runs
 
 __all__ = ["add_report_commands", "write_report"]
@@ -125,8 +126,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _dashboard(args: argparse.Namespace) -> int:
     import uvicorn
-
-    from sreforge.report._dashboard import create_dashboard
+    from sreforge_report import create_dashboard
 
     token = _operator_token()
     print(f"dashboard: http://{args.host}:{args.port}/?token={token}", flush=True)
@@ -136,16 +136,8 @@ def _dashboard(args: argparse.Namespace) -> int:
 
 
 def _operator_token() -> str:
-    """SREFORGE_DASHBOARD_TOKEN, else an HMAC of the operator's bus password (so the
-    token is the operator's without being the bus password itself)."""
-    configured = os.environ.get("SREFORGE_DASHBOARD_TOKEN")
-    if configured:
-        return configured
-    import hashlib
-    import hmac
-
-    from sreforge._engine import bus_credentials
+    """The operator's dashboard token (see `sreforge._dashboard_wiring`)."""
+    from sreforge._dashboard_wiring import operator_token
     from sreforge._settings import EngineSettings
 
-    password = bus_credentials(EngineSettings()).credential("operator").password
-    return hmac.new(password.encode(), b"sreforge-dashboard", hashlib.sha256).hexdigest()[:32]
+    return operator_token(EngineSettings())

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sreforge_contracts import ContractError, RunRecord, SliSample, parse_run_record
-
-from sreforge.report._load import RunBundle
-from sreforge.report._run_page import milestones
+from sreforge_report._load import RunBundle
+from sreforge_report._run_page import milestones
 
 __all__ = ["RunRow", "format_run", "format_runs", "list_runs", "sparkline"]
 

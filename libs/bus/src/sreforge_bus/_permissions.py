@@ -29,6 +29,7 @@ __all__ = [
     "SERVICE_EVENTS",
     "SERVICE_KEYS",
     "TAILING_SERVICES",
+    "WATCHING_SERVICES",
     "Permissions",
     "bootstrap_permissions",
     "inbox_prefix",
@@ -68,6 +69,10 @@ service's prefix."""
 TAILING_SERVICES: frozenset[str] = frozenset()
 """Services that may tail the event stream with `follow` (none: the recorder's backfill
 reads stored events with `read_stored`, which needs no consumer)."""
+
+WATCHING_SERVICES: frozenset[str] = frozenset({"recorder"})
+"""Services that may watch every `sreforge.>` message with a core subscription (no
+consumer, nothing stored): the recorder, for the dashboard's whole-bus stream."""
 
 _TRIGGER_SUBJECTS = {
     "TriggerFired": "sreforge.trigger.fired",
@@ -171,7 +176,10 @@ def service_permissions(service: str, durables: Sequence[str] = ()) -> Permissio
     return Permissions(
         publish_allow=(*own, *_JS_READ),
         publish_deny=_JS_DESTRUCTIVE,
-        subscribe_allow=(f"{inbox_prefix(service)}.>",),
+        subscribe_allow=(
+            f"{inbox_prefix(service)}.>",
+            *(("sreforge.>",) if service in WATCHING_SERVICES else ()),
+        ),
     )
 
 

@@ -2,10 +2,12 @@
 
 Each event is logged to `runs/<run_id>/events.jsonl` (once per event id). The
 first terminal event (Scored, RunFailed, RunRejected) copies the agent's kept
-files into `runs/<run_id>/agent/`, writes the record, banks it and publishes
-`Recorded` (the deployer's cleanup, which removes the stack's copy, waits for it);
+files into `runs/<run_id>/agent/`, writes the record, banks it, has the RCA judged beside
+it (`_judging`) and publishes `Recorded` (the deployer's cleanup, which removes the
+stack's copy, waits for it);
 the KV key `recorded.<run_id>` then marks the run as announced, so redelivered or
-duplicated terminal events change nothing.
+duplicated terminal events change nothing. Beside the consumer, the service serves the
+live dashboard (`_serve`) over the run folders and the bus.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import structlog
 from sreforge_bus import (
     RECORDED,
+    Bus,
     ConsumerSpec,
     Context,
     Emit,
@@ -46,6 +49,8 @@ from sreforge_recorder._assemble import (
     submission_of,
     with_kept_files,
 )
+from sreforge_recorder._judging import Judging
+from sreforge_recorder._serve import serve_dashboard
 from sreforge_recorder._settings import RecorderSettings
 from sreforge_recorder._store import (
     RecordBank,
@@ -75,6 +80,7 @@ class Recorder:
     def __init__(self, settings: RecorderSettings | None = None) -> None:
         self._settings = settings
         self._schema: RecordSchema | None = None
+        self._judging: Judging | None = None
 
     @property
     def settings(self) -> RecorderSettings:
@@ -89,6 +95,21 @@ class Recorder:
         if self._schema is None:
             self._schema = RecordSchema(self.settings.schema_path)
         return self._schema
+
+    @property
+    def judging(self) -> Judging:
+        """The RCA judge of recorded runs (scenarios found under `records_root`)."""
+        if self._judging is None:
+            self._judging = Judging(self.settings.records_root)
+        return self._judging
+
+    async def serve(self, bus: Bus, stop: asyncio.Event) -> None:
+        """The service's task: the live dashboard until `stop`, then the judgements in flight."""
+        try:
+            await serve_dashboard(self.settings, bus, stop)
+        finally:
+            if self._judging is not None:
+                await self._judging.drain()
 
     async def handle(self, event: Event, context: Context) -> Handled:
         """Log `event`; on the run's first terminal event, record and announce the run."""
@@ -117,6 +138,8 @@ class Recorder:
         """Write the run's record unless it exists, bank it, and describe it as `Recorded`."""
         record = folder.read_record() or self._write(folder, log)
         banked, refusal = self._bank(folder, record, log)
+        if self.settings.judge:
+            self.judging.start(folder.path, record.scenario_id, folder.run_id)
         return Recorded(
             run_id=folder.run_id,
             producer=PRODUCER,
@@ -225,7 +248,8 @@ class Recorder:
 def recorder_service(settings: RecorderSettings | None = None) -> Service:
     """The recorder as a bus `Service` (settings from the environment when None)."""
     recorder = Recorder(settings)
-    return Service(name="recorder", routes=(Route(CONSUMER, recorder.handle, parse_event),))
+    routes = (Route(CONSUMER, recorder.handle, parse_event),)
+    return Service(name="recorder", routes=routes, tasks=(recorder.serve,))
 
 
 SERVICE = recorder_service()

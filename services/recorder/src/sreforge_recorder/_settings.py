@@ -6,7 +6,7 @@ import os
 from importlib import metadata
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sreforge_contracts.schemas import SCHEMA_DIR
 
@@ -54,3 +54,26 @@ class RecorderSettings(BaseSettings):
     """Stamped into every record's `engine_version`."""
     backfill_timeout_seconds: float = Field(default=5.0, gt=0)
     """How long a terminal event may spend reading the run's earlier events off the stream."""
+    judge: bool = True
+    """Judge each recorded run's RCA (`SREFORGE_JUDGE_*`; without a model it writes why not)."""
+    dashboard: bool = True
+    """Serve the live dashboard (only with a token: never an open one)."""
+    dashboard_host: str = "127.0.0.1"
+    """Loopback unless configured otherwise."""
+    dashboard_port: int = Field(default=8787, ge=0, le=65535)
+    """0: any free port."""
+    dashboard_token: SecretStr | None = None
+    """The operator's token; else read from `dashboard_token_file`."""
+    dashboard_token_file: Path | None = None
+    """A 0600 file holding the token (the engine writes `<home>/dashboard.token`)."""
+
+    def dashboard_secret(self) -> str | None:
+        """The dashboard's token, or None when none is configured (then it is not served)."""
+        if self.dashboard_token is not None:
+            return self.dashboard_token.get_secret_value() or None
+        if self.dashboard_token_file is not None:
+            try:
+                return self.dashboard_token_file.read_text().strip() or None
+            except OSError:
+                return None
+        return None

@@ -18,10 +18,10 @@ from sreforge_contracts import (
     Submitted,
 )
 
-from sreforge.report._html import page, pill, section, table
-from sreforge.report._load import RunBundle
-from sreforge.report._svg import Band, Line, Marker, line_chart
-from sreforge.report._timeline import timeline, usage_of
+from sreforge_report._html import page, pill, section, table
+from sreforge_report._load import RunBundle
+from sreforge_report._svg import Band, Line, Marker, line_chart
+from sreforge_report._timeline import timeline, usage_of
 
 __all__ = ["milestones", "render_run"]
 

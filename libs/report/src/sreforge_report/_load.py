@@ -24,8 +24,6 @@ from sreforge_contracts import (
     parse_run_record,
 )
 
-from sreforge._errors import SreforgeError
-
 __all__ = [
     "CampaignBundle",
     "ReportError",
@@ -37,8 +35,9 @@ __all__ = [
 ]
 
 
-class ReportError(SreforgeError):
-    """A report's input is missing or unreadable (the message names the file)."""
+class ReportError(Exception):
+    """A report's input is missing or unreadable (the message names the file); the CLI
+    prints it and exits 2, like its own errors."""
 
 
 @dataclass(frozen=True)

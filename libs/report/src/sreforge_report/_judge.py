@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,8 +29,8 @@ from sreforge_contracts import (
     parse_run_record,
 )
 
-from sreforge._errors import SreforgeError
-from sreforge.rca._prompt import RUBRIC_VERSION, Grade, addresses_grader, messages, parse_grade
+from sreforge_report._load import ReportError
+from sreforge_report._prompt import RUBRIC_VERSION, Grade, addresses_grader, messages, parse_grade
 
 __all__ = ["JudgeSettings", "NotJudged", "judge_run", "root_cause"]
 
@@ -59,29 +60,40 @@ class NotJudged:
 
 def root_cause(scenario_dir: Path) -> str:
     """The `## Root cause (harness-internal)` section of `verify/oracle.md`, up to the next
-    `## ` heading; `SreforgeError` when it is missing or empty."""
+    `## ` heading; `ReportError` when it is missing or empty."""
     path = scenario_dir / "verify" / "oracle.md"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SreforgeError(f"{path}: missing (the judge grades against it)") from None
+        raise ReportError(f"{path}: missing (the judge grades against it)") from None
     found = _SECTION.search(text)
     if found is None:
-        raise SreforgeError(f"{path}: no '## Root cause (harness-internal)' section")
+        raise ReportError(f"{path}: no '## Root cause (harness-internal)' section")
     rest = text[found.end() :]
     end = re.search(r"^## ", rest, re.MULTILINE)
     section = rest[: end.start()] if end else rest
     if not section.strip():
-        raise SreforgeError(f"{path}: the root-cause section is empty")
+        raise ReportError(f"{path}: the root-cause section is empty")
     return section.strip()
 
 
 def judge_run(
-    folder: Path, settings: JudgeSettings, scenario_dir: Path | None = None
+    folder: Path,
+    settings: JudgeSettings,
+    scenario_dir: Path | None = None,
+    *,
+    use_cases: Path | None = None,
 ) -> Diagnosis | NotJudged:
-    """Judge the RCA of the run in `folder`; write and return the outcome."""
+    """Judge the RCA of the run in `folder`; write and return the outcome. The scenario is
+    `scenario_dir`, else found by the record's id under `use_cases` (default `use-cases/`),
+    and read only when there is an RCA and a model to judge it."""
     record = _record(folder)
-    truth = root_cause(scenario_dir or find_scenario(default_use_cases(), record.scenario_id).path)
+
+    def truth() -> str:  # read only when there is something to judge
+        where = use_cases or default_use_cases()
+        found = scenario_dir or find_scenario(where, record.scenario_id).path
+        return root_cause(found)
+
     outcome = _judge(record, _rca(folder), truth, settings)
     if isinstance(outcome, Diagnosis):
         _write(folder / "diagnosis.json", canonical_json(outcome.model_dump(mode="json")))
@@ -94,7 +106,7 @@ def judge_run(
 
 
 def _judge(
-    record: RunRecord, rca: str | None, truth: str, settings: JudgeSettings
+    record: RunRecord, rca: str | None, truth: Callable[[], str], settings: JudgeSettings
 ) -> Diagnosis | NotJudged:
     if not rca or not rca.strip():
         return NotJudged("the agent submitted no RCA")
@@ -106,7 +118,7 @@ def _judge(
     nonce = secrets.token_hex(12)
     while nonce in rca:
         nonce = secrets.token_hex(12)
-    asked = messages(rca, truth, nonce)
+    asked = messages(rca, truth(), nonce)
     problem = ""
     for _ in range(_ATTEMPTS):
         try:
@@ -153,9 +165,9 @@ def _record(folder: Path) -> RunRecord:
     try:
         return parse_run_record(path.read_bytes(), str(path))
     except FileNotFoundError:
-        raise SreforgeError(f"{path}: no record (the run has not ended, or is elsewhere)") from None
+        raise ReportError(f"{path}: no record (the run has not ended, or is elsewhere)") from None
     except ContractError as error:
-        raise SreforgeError(f"{path}: not a run record: {error}") from None
+        raise ReportError(f"{path}: not a run record: {error}") from None
 
 
 def _rca(folder: Path) -> str | None:

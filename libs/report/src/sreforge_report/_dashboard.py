@@ -10,6 +10,7 @@ operator's token (`?token=` — an EventSource cannot send headers — or a bear
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 from collections.abc import AsyncIterator
@@ -22,11 +23,12 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, StreamingResponse
 from sreforge_contracts import check_run_id
 
-from sreforge.report._dashboard_page import dashboard_page
-from sreforge.report._load import ReportError, load_run
-from sreforge.report._run_page import render_run
+from sreforge_report._dashboard_page import dashboard_page
+from sreforge_report._live import BusFeed, bus_stream, sli_stream
+from sreforge_report._load import ReportError, load_run
+from sreforge_report._run_page import render_run
 
-__all__ = ["create_dashboard"]
+__all__ = ["create_dashboard", "dashboard_token"]
 
 _POLL_S = 0.25
 _HEARTBEAT_S = 10.0
@@ -47,8 +49,18 @@ class _Cursor:
     context: dict[str, str] = field(default_factory=dict)
 
 
-def create_dashboard(runs: Path, token: str) -> FastAPI:
-    """The dashboard app over `runs` (the recorder's runs dir), guarded by `token`."""
+def dashboard_token(operator_password: str) -> str:
+    """The operator's dashboard token: an HMAC of its bus password (so it is the
+    operator's without being the bus password itself)."""
+    digest = hmac.new(operator_password.encode(), b"sreforge-dashboard", hashlib.sha256)
+    return digest.hexdigest()[:32]
+
+
+def create_dashboard(runs: Path, token: str, feed: BusFeed | None = None) -> FastAPI:
+    """The dashboard app over `runs` (the recorder's runs dir), guarded by `token`; with
+    `feed` it also streams the whole bus and the SLI of runs in grading."""
+    if not token:
+        raise ValueError("the dashboard needs the operator's token")
     app = FastAPI(title="SREForge dashboard", docs_url=None, redoc_url=None, openapi_url=None)
     expected = token.encode()
 
@@ -64,11 +76,11 @@ def create_dashboard(runs: Path, token: str) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse, dependencies=guarded)
     async def index() -> str:
-        return dashboard_page()
+        return dashboard_page(live=feed is not None)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse, dependencies=guarded)
     async def run_page(run_id: str) -> str:
-        return dashboard_page(_checked(run_id))
+        return dashboard_page(_checked(run_id), live=feed is not None)
 
     @app.get("/runs/{run_id}/report", response_class=HTMLResponse, dependencies=guarded)
     async def report(run_id: str) -> str:
@@ -84,6 +96,18 @@ def create_dashboard(runs: Path, token: str) -> FastAPI:
     @app.get("/runs/{run_id}/events", dependencies=guarded)
     async def run_events(request: Request, run_id: str) -> StreamingResponse:
         return _sse(request, runs, _checked(run_id))
+
+    @app.get("/bus", dependencies=guarded)
+    async def bus(request: Request) -> StreamingResponse:
+        if feed is None:
+            raise HTTPException(404, "the whole-bus stream is served by the recorder")
+        return bus_stream(request, feed)
+
+    @app.get("/runs/{run_id}/sli", dependencies=guarded)
+    async def sli(request: Request, run_id: str) -> StreamingResponse:
+        if feed is None:
+            raise HTTPException(404, "the live SLI is served by the recorder")
+        return sli_stream(request, feed, _checked(run_id))
 
     return app
 

@@ -16,12 +16,16 @@ from sreforge_bus import (
     ROUTE_KEYS,
     RUNNER_CLAIM,
     CasConflict,
+    Lease,
+    RunOwner,
     RunStateUnreadable,
     RunStore,
+    host_lease_key,
     once_key,
     oracle_samples_keys,
     parse_run_state,
     route_key,
+    run_owner_key,
     run_state_key,
     start_key,
 )
@@ -106,6 +110,16 @@ class RunLedger:
         """The run that owns `route`, or None."""
         entry = await self._store.get(route_key(route))
         return None if entry is None else entry.value.decode()
+
+    async def owner(self, run_id: str) -> RunOwner | None:
+        """The worker host that took the run (None: no worker host took it, e.g. embedded)."""
+        entry = await self._store.get(run_owner_key(run_id))
+        return RunOwner.parse(entry.value) if entry else None
+
+    async def lease(self, host: str) -> Lease | None:
+        """Worker host `host`'s lease as stored (None: it holds none)."""
+        entry = await self._store.get(host_lease_key(host))
+        return Lease.parse(entry.value) if entry else None
 
     async def run_ids(self) -> list[str]:
         """Every run id with state: the server lists only dot-free keys (no run id has a dot),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ __all__ = ["ConsumerSpec", "bootstrap"]
 _DURABLE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_AGE_S = 7 * 24 * 3600.0
 _RUNS_HISTORY = 16
+_WORK_ATTEMPTS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +152,19 @@ async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
     await js.update_stream(config)
 
 
+async def _ensure_work_stream(js: JetStreamContext, replicas: int) -> None:
+    """Two worker hosts creating the sourced stream at once on a cluster both time out
+    (their proposals collide); a later attempt finds it made and goes on."""
+    for attempt in range(_WORK_ATTEMPTS):
+        try:
+            await _ensure_stream(js, _work_config(replicas, datetime.now(UTC)))
+            return
+        except TimeoutError:
+            if attempt == _WORK_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.5 * (attempt + 1))
+
+
 async def _ensure_runs_bucket(js: JetStreamContext, replicas: int) -> None:
     """The run store; its entries age out with the events (`_MAX_AGE_S` after their last
     write), so finished runs' states and claims do not pile up forever."""
@@ -188,7 +203,7 @@ async def bootstrap(bus: Bus, consumers: Sequence[ConsumerSpec] = (), *, replica
         await _ensure_runs_bucket(bus.js, replicas)
         if any(spec.stream == WORK_STREAM for spec in consumers):
             step = f"stream {WORK_STREAM}"
-            await _ensure_stream(bus.js, _work_config(replicas, datetime.now(UTC)))
+            await _ensure_work_stream(bus.js, replicas)
         for spec in consumers:
             step = f"consumer {spec.durable}"
             await bus.js.add_consumer(spec.stream, config=spec.consumer_config())

@@ -64,6 +64,7 @@ class NetHost:
 
     def create(self) -> NetHost:
         """Make the namespace, its loopback and the veth pair with a default route."""
+        self.remove()  # one a killed test session left behind
         _ip("netns", "add", self.ns)
         _ip("link", "add", self.veth, "type", "veth", "peer", "name", f"{self.ns}i")
         _ip("link", "set", f"{self.ns}i", "netns", self.ns)
@@ -94,7 +95,8 @@ class NetHost:
 
     def remove(self) -> None:
         """Kill what runs inside, then delete the pair and the namespace."""
-        self.die()
+        with contextlib.suppress(subprocess.CalledProcessError, OSError):
+            self.die()
         with contextlib.suppress(subprocess.CalledProcessError):
             _ip("link", "del", self.veth)
         with contextlib.suppress(subprocess.CalledProcessError):
@@ -135,7 +137,8 @@ class Fleet:
             SREFORGE_NATS_REPLICAS="3",
             SREFORGE_WORKER_HOSTS=",".join(host.name for host in self.hosts),
             SREFORGE_WORKER_SLOTS="1",
-            SREFORGE_WORKER_LEASE_TTL_SECONDS="6",
+            # Over a cluster's fail-over (a new leader for the run store in ~5 s here).
+            SREFORGE_WORKER_LEASE_TTL_SECONDS="15",
             SREFORGE_RECORDER_RUNS_DIR=str(self.root / "records"),
             SREFORGE_RECORDER_BANK="false",
             SREFORGE_DEPLOYER_RUNS_ROOT=str(self.root / "stacks"),
@@ -233,12 +236,14 @@ class Fleet:
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-        for host in self.hosts:
-            host.remove()
-        for node in self.nodes:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(node.pid, signal.SIGKILL)
-            node.wait(timeout=10)
+        try:
+            for host in self.hosts:
+                host.remove()
+        finally:
+            for node in self.nodes:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(node.pid, signal.SIGKILL)
+                node.wait(timeout=10)
 
 
 @contextlib.contextmanager

@@ -124,7 +124,8 @@ class RunLedger:
     async def run_ids(self) -> list[str]:
         """Every run id with state: the server lists only dot-free keys (no run id has a dot),
         so the services' many dotted keys cost this listing nothing."""
-        return [key for key in await self._store.keys("*") if _RUN_KEY.fullmatch(key)]
+        keys = await self._store.keys("*", with_removed=True)  # each is loaded next
+        return [key for key in keys if _RUN_KEY.fullmatch(key)]
 
     async def forget(self, state: RunState) -> list[str]:
         """Remove the scratch keys of a recorded run; return those that were there.
@@ -156,7 +157,7 @@ class RunLedger:
         `start.<message>` is keyed by message, not by run.
         """
         run = state.run_id
-        samples = await self._store.keys(oracle_samples_keys(run))
+        samples = await self._store.keys(oracle_samples_keys(run), with_removed=True)
         owned = [once_key(RUNNER_CLAIM, run), once_key(ORACLE_HANDOFF, run)]
         return [route_key(state.alert_route), *owned, *samples]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -40,7 +40,7 @@ __all__ = ["ConsumerSpec", "bootstrap"]
 _DURABLE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_AGE_S = 7 * 24 * 3600.0
 _RUNS_HISTORY = 16
-_WORK_ATTEMPTS = 4
+_ATTEMPTS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,15 +152,16 @@ async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
     await js.update_stream(config)
 
 
-async def _ensure_work_stream(js: JetStreamContext, replicas: int) -> None:
-    """Two worker hosts creating the sourced stream at once on a cluster both time out
-    (their proposals collide); a later attempt finds it made and goes on."""
-    for attempt in range(_WORK_ATTEMPTS):
+async def _retrying(step: Callable[[], Awaitable[None]]) -> None:
+    """Run an idempotent step again when the server did not answer in time: two processes
+    bootstrapping one cluster at once make proposals that collide, and both time out;
+    a later attempt finds the work done, or does it."""
+    for attempt in range(_ATTEMPTS):
         try:
-            await _ensure_stream(js, _work_config(replicas, datetime.now(UTC)))
+            await step()
             return
         except TimeoutError:
-            if attempt == _WORK_ATTEMPTS - 1:
+            if attempt == _ATTEMPTS - 1:
                 raise
             await asyncio.sleep(0.5 * (attempt + 1))
 
@@ -188,6 +189,13 @@ async def _ensure_runs_bucket(js: JetStreamContext, replicas: int) -> None:
         await js.update_stream(config)
 
 
+def _consumer_step(js: JetStreamContext, spec: ConsumerSpec) -> Callable[[], Awaitable[None]]:
+    async def add() -> None:
+        await js.add_consumer(spec.stream, config=spec.consumer_config())
+
+    return add
+
+
 async def bootstrap(bus: Bus, consumers: Sequence[ConsumerSpec] = (), *, replicas: int = 1) -> None:
     """Create or update stream `SREFORGE`, KV bucket `sreforge-runs` and `consumers`.
 
@@ -196,16 +204,18 @@ async def bootstrap(bus: Bus, consumers: Sequence[ConsumerSpec] = (), *, replica
     consumer of the work queue (`workers-runs`) also makes stream `SREFORGE_WORK`.
     `replicas` (1, or 3 on a 3-node cluster) is how many nodes keep each stream.
     """
+    js = bus.js
     step = f"stream {STREAM}"
     try:
-        await _ensure_stream(bus.js, _stream_config(replicas))
+        await _retrying(lambda: _ensure_stream(js, _stream_config(replicas)))
         step = f"KV bucket {RUNS_BUCKET}"
-        await _ensure_runs_bucket(bus.js, replicas)
+        await _retrying(lambda: _ensure_runs_bucket(js, replicas))
         if any(spec.stream == WORK_STREAM for spec in consumers):
             step = f"stream {WORK_STREAM}"
-            await _ensure_work_stream(bus.js, replicas)
+            work = lambda: _ensure_stream(js, _work_config(replicas, datetime.now(UTC)))  # noqa: E731
+            await _retrying(work)
         for spec in consumers:
             step = f"consumer {spec.durable}"
-            await bus.js.add_consumer(spec.stream, config=spec.consumer_config())
+            await _retrying(_consumer_step(js, spec))
     except (nats.errors.Error, TimeoutError) as err:
         raise BootstrapError(f"bootstrap of {step} failed: {err!r}") from err

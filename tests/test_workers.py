@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 import structlog
@@ -18,13 +21,26 @@ from sreforge_bus import (
     Service,
     bootstrap,
 )
-from sreforge_contracts import Event, RunFailed, RunRequested
+from sreforge_bus.testing import read_stream
+from sreforge_contracts import (
+    Event,
+    Recorded,
+    RunFailed,
+    RunRequested,
+    RunStartReply,
+    parse_event,
+)
+from sreforge_correlator import CorrelatorService, CorrelatorSettings
+from sreforge_correlator._settings import default_use_cases
+from sreforge_recorder import RecorderSettings, recorder_service
 
 from sreforge._engine import load_services
 from sreforge._workers import pinned_durables, worker_services
 from sreforge.campaign._outcome import lost_its_host
 from sreforge.campaign._store import Result
 from sreforge.cli import SERVICE_NAMES
+
+SCENARIO = "latency-cache-stampede"
 
 
 def test_a_hosts_pinned_services_read_their_own_durables_and_the_work_queue() -> None:
@@ -124,3 +140,40 @@ def test_a_trial_is_rerun_only_when_its_worker_host_died() -> None:
     assert lost_its_host(result("error", "worker: worker host 'a' stopped renewing its lease"))
     assert not lost_its_host(result("error", "no record (error): following the run failed"))
     assert not lost_its_host(result("failed", "worker: worker host 'a' ..."))
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(60)
+async def test_a_run_whose_host_died_ends_error_with_exactly_one_record(
+    bus: Bus, tmp_path: Path
+) -> None:
+    """The host took the run and died (it never renews): the correlator fails the run,
+    the recorder writes one schema-valid record, verdict `error`, naming the host."""
+    settings = CorrelatorSettings(use_cases=default_use_cases(), sweep_interval_seconds=0.05)
+    (tmp_path / "use-cases" / "bookshelf" / "scenarios" / SCENARIO).mkdir(parents=True)
+    recording = RecorderSettings(runs_dir=tmp_path / "runs", records_root=tmp_path / "use-cases",
+                                 store_dir=tmp_path / "store", bank=False)  # fmt: skip
+    services = [CorrelatorService(settings=settings), recorder_service(recording)]
+    await bootstrap(bus, [route.consumer for service in services for route in service.routes])
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(service.run(bus, stop)) for service in services]
+    try:
+        body = {"scenario": SCENARIO, "agent": "reference", "time_scale": 0.1}
+        answer = await bus.command("sreforge.run.start", json.dumps(body).encode(), timeout=10)
+        run_id = RunStartReply.model_validate_json(answer).run_id
+        assert run_id is not None
+        host = HostLease("a", 0.5)
+        await host.acquire(bus.runs)
+        assert await host.take_run(bus.runs, run_id) is None
+        [message] = await read_stream(bus, f"sreforge.run.{run_id}.Recorded", 1, timeout=20)
+        recorded = parse_event(message.data)
+        assert isinstance(recorded, Recorded)
+        assert recorded.verdict == "error"
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+    records = list((tmp_path / "runs").glob("*/record.json"))
+    assert [path.parent.name for path in records] == [run_id]
+    record = json.loads(records[0].read_text())
+    assert record["verdict"] == "error"
+    assert "worker host 'a'" in json.dumps(record)

@@ -25,6 +25,7 @@ from sreforge_bus import (
     BusError,
     Credential,
     CredentialError,
+    HostLease,
     Service,
     bootstrap,
     connect,
@@ -61,16 +62,24 @@ def load_services(names: Sequence[str]) -> list[Service]:
     return [importlib.import_module(f"sreforge_{name}").SERVICE for name in names]
 
 
-def bus_credentials(settings: EngineSettings) -> BusCredentials:
+def bus_credentials(settings: EngineSettings, worker: str | None = None) -> BusCredentials:
     """The engine home's bus credentials (created on first use) and their server config.
 
     Every service's durable consumers are listed, even when this process runs only one,
-    so separate `sreforge serve` processes all render the same `server.conf`.
+    so separate `sreforge serve` processes all render the same `server.conf`; so are the
+    durables of every worker host named in `SREFORGE_WORKER_HOSTS` (and `worker`).
     """
+    from sreforge._workers import pinned_durables
     from sreforge.cli import SERVICE_NAMES
 
+    hosts = settings.known_worker_hosts(worker)
     durables = {
-        service.name: [route.consumer.durable for route in service.routes]
+        service.name: list(
+            dict.fromkeys(
+                [route.consumer.durable for route in service.routes]
+                + [d for host in hosts for d in pinned_durables(service, host)]
+            )
+        )
         for service in load_services(SERVICE_NAMES)
     }
     return ensure_credentials(settings.bus_dir, durables)
@@ -85,16 +94,24 @@ def operator_credential(settings: EngineSettings) -> Credential:
         return bus_credentials(settings).credential(OPERATOR_USER)
 
 
-def run_engine(names: Sequence[str], *, embedded: bool = True) -> int:
+def run_engine(names: Sequence[str], *, embedded: bool = True, worker: str | None = None) -> int:
     """Run the named services until SIGINT/SIGTERM: 0 on a clean stop, 1 if a service died.
 
     `embedded=False` is `sreforge serve`: one service of several separate processes.
+    `worker` runs them as that worker host (`sreforge serve --worker HOST`, `_workers`).
     """
     settings = EngineSettings()
     configure_logging(settings.log_format, settings.log_level)
     wire_defaults(settings, separate_processes=not embedded)
     services = load_services(names)
-    crashed = asyncio.run(_serve_until_signalled(settings, services, embedded=embedded))
+    if worker is not None:
+        from sreforge._workers import worker_services
+
+        lease = HostLease(worker, settings.worker_lease_ttl_seconds)
+        services = worker_services(services, lease, settings.worker_slots)
+    crashed = asyncio.run(
+        _serve_until_signalled(settings, services, embedded=embedded, worker=worker)
+    )
     return 1 if crashed else 0
 
 
@@ -180,6 +197,7 @@ async def running_engine(
     embedded: bool = True,
     store_dir: Path | None = None,
     advertise: bool = False,
+    worker: str | None = None,
 ) -> AsyncIterator[RunningEngine]:
     """Bootstrap the bus and run `services` in this process until the block exits.
 
@@ -199,7 +217,7 @@ async def running_engine(
         url = settings.nats_url
         if url is None and not embedded:
             raise EngineNotRunning("`sreforge serve` needs SREFORGE_NATS_URL")
-        credentials = await asyncio.to_thread(bus_credentials, settings)
+        credentials = await asyncio.to_thread(bus_credentials, settings, worker)
         if url is None:
             server = stack.enter_context(
                 start_nats_server(store_dir=store_dir, config_file=credentials.config_file)
@@ -216,7 +234,8 @@ async def running_engine(
                 hint=f"the server takes anyone; start it with -c {credentials.config_file}",
             )
         try:
-            await bootstrap(setup, [route.consumer for s in services for route in s.routes])
+            consumers = [route.consumer for s in services for route in s.routes]
+            await bootstrap(setup, consumers, replicas=settings.nats_replicas)
         finally:
             await setup.close()
         bus = await _connect_as(url, credentials, OPERATOR_USER, client="engine")
@@ -242,7 +261,7 @@ async def _connect_as(
 
 
 async def _serve_until_signalled(
-    settings: EngineSettings, services: list[Service], *, embedded: bool
+    settings: EngineSettings, services: list[Service], *, embedded: bool, worker: str | None
 ) -> bool:
     """Serve until signalled; True when a service died on its own and ended the engine."""
     stop = asyncio.Event()
@@ -250,9 +269,14 @@ async def _serve_until_signalled(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with running_engine(
-        settings, services, embedded=embedded, store_dir=settings.bus_dir, advertise=True
+        settings,
+        services,
+        embedded=embedded,
+        store_dir=settings.bus_dir,
+        advertise=True,
+        worker=worker,
     ) as engine:
-        log.info("engine.ready", services=[service.name for service in services])
+        log.info("engine.ready", services=[service.name for service in services], worker=worker)
         stopped = asyncio.create_task(stop.wait())
         crash = None
         while not stop.is_set() and crash is None:

@@ -42,6 +42,20 @@ class EngineSettings(BaseSettings):
     since the agent can read its tools' host path."""
     log_format: LogFormat = "console"
     log_level: str = "INFO"
+    nats_replicas: int = Field(default=1, ge=1, le=5)
+    """How many NATS nodes keep each stream and the run store (3 on a 3-node cluster)."""
+    worker_hosts: str = ""
+    """Worker hosts besides this one (comma-separated): the bus permissions list their
+    durables too, so one `server.conf` serves every host (`sreforge bus config`)."""
+    worker_slots: int = Field(default=2, ge=1)
+    """Stacks a worker host runs at once (`sreforge serve --worker`)."""
+    worker_lease_ttl_seconds: float = Field(default=15.0, gt=0)
+    """How long a worker host's lease holds unrenewed: the longest its runs outlive it."""
+
+    def known_worker_hosts(self, extra: str | None = None) -> list[str]:
+        """`worker_hosts` and `extra`, each once, in order."""
+        hosts = [h.strip() for h in self.worker_hosts.split(",") if h.strip()]
+        return list(dict.fromkeys([*hosts, *([extra] if extra else [])]))
 
     @property
     def bus_dir(self) -> Path:

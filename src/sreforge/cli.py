@@ -42,8 +42,16 @@ def _build_parser() -> argparse.ArgumentParser:
     up = verbs.add_parser("up", help="run every service in one process (embedded NATS by default)")
     up.set_defaults(handler=_up)
 
-    serve = verbs.add_parser("serve", help="run one service against SREFORGE_NATS_URL")
-    serve.add_argument("service", choices=SERVICE_NAMES)
+    serve = verbs.add_parser(
+        "serve",
+        help="run services against SREFORGE_NATS_URL (one, several, or a worker host's)",
+        description="Run the named services in this process against SREFORGE_NATS_URL. "
+        "With --worker HOST (default: every service) this process is worker host HOST: it "
+        "pulls run requests from the work queue while it has a free stack slot "
+        "(SREFORGE_WORKER_SLOTS), holds a lease on HOST, and owns each run it takes to the end.",
+    )
+    serve.add_argument("service", nargs="*", metavar="SERVICE", help=", ".join(SERVICE_NAMES))
+    serve.add_argument("--worker", metavar="HOST", help="serve as this worker host")
     serve.set_defaults(handler=_serve)
 
     tail = verbs.add_parser("tail", help="follow the bus: one line per event")
@@ -120,7 +128,21 @@ def _up(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from sreforge._engine import run_engine
 
-    return run_engine((args.service,), embedded=False)
+    unknown = [name for name in args.service if name not in SERVICE_NAMES]
+    if unknown or (not args.service and args.worker is None):
+        why = f"unknown service {unknown[0]!r}" if unknown else "name a service (or --worker)"
+        print(f"sreforge serve: {why}; services: {', '.join(SERVICE_NAMES)}", file=sys.stderr)
+        return 2
+    import re
+
+    from sreforge_bus import HOST_PATTERN
+
+    if args.worker is not None and not re.match(HOST_PATTERN, args.worker):
+        print(f"sreforge serve: worker host {args.worker!r} must match {HOST_PATTERN}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    names = tuple(args.service) or SERVICE_NAMES
+    return run_engine(names, embedded=False, worker=args.worker)
 
 
 def _tail(args: argparse.Namespace) -> int:

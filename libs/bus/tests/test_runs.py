@@ -62,3 +62,18 @@ async def test_keys_filter_by_subject_pattern_and_removed_keys_are_gone(bus: Bus
     assert await bus.runs.keys("oracle.samples.run-0001.*") == ["oracle.samples.run-0001.1"]
     assert "oracle.samples.run-0001.0" not in await bus.runs.keys()
     assert await bus.runs.claim("oracle.samples.run-0001.0", b"again"), "a removed key is free"
+
+
+async def test_keys_with_removed_come_from_the_stream_leader_and_name_removed_keys(
+    bus: Bus,
+) -> None:
+    """The listing that needs no consumer (it survives a lost cluster node) answers the same
+    patterns, and also names keys whose last write removed them (callers read each)."""
+    for key in ("run-0001", "run-0002", "oracle.samples.run-0001.0"):
+        await bus.runs.put(key, b"x")
+    await bus.runs.remove("run-0002")
+    assert await bus.runs.keys("*", with_removed=True) == ["run-0001", "run-0002"]
+    assert await bus.runs.keys("oracle.samples.*.*", with_removed=True) == [
+        "oracle.samples.run-0001.0"
+    ]
+    assert await bus.runs.keys("nothing.*", with_removed=True) == []

@@ -11,8 +11,10 @@ from sreforge_contracts import AgentTranscript, ContractError, OracleScore, pars
 from sreforge._run_view import Outcome
 from sreforge.campaign._store import Result, TrialKey
 
-__all__ = ["result_of", "time_to_clear", "usage"]
+__all__ = ["HOST_LOST", "lost_its_host", "result_of", "time_to_clear", "usage"]
 
+HOST_LOST = "worker: "
+"""How the reason of a run whose worker host died starts (RunFailed{stage=worker})."""
 _CLEARED = re.compile(r"cleared after ([0-9]+(?:\.[0-9]+)?)s")
 
 
@@ -84,3 +86,9 @@ def result_of(key: TrialKey, outcome: Outcome, wall_s: float) -> Result:
         record=outcome.record,
         reason=reason,
     )
+
+
+def lost_its_host(result: Result) -> bool:
+    """Whether the trial ended `error` because the worker host running it died: nothing
+    about the agent or the scenario, so running the trial again is the right answer."""
+    return result.verdict == "error" and (result.reason or "").startswith(HOST_LOST)

@@ -24,7 +24,7 @@ from sreforge._run_cli import Trial, engine_session
 from sreforge._run_view import Outcome, Progress
 from sreforge._settings import EngineSettings
 from sreforge.campaign._admission import Admission, available_memory_mb
-from sreforge.campaign._outcome import result_of
+from sreforge.campaign._outcome import lost_its_host, result_of
 from sreforge.campaign._show import format_progress, groups_of, summary
 from sreforge.campaign._spec import CampaignSpec
 from sreforge.campaign._store import CampaignStore, Result, TrialKey, pending_trials
@@ -33,6 +33,7 @@ __all__ = ["CampaignEnd", "run_campaign"]
 
 _TICK_S = 1.0
 _QUIET_S = 30.0  # a progress line at least this often while nothing ends
+_HOST_RETRIES = 2  # times one invocation reruns a trial whose worker host died
 
 
 @dataclass
@@ -78,6 +79,7 @@ async def run_campaign(
     stop = _Stop()
     running: dict[asyncio.Task[Result], TrialKey] = {}
     walls = [r.wall_s for r in results if r.wall_s is not None and r.verdict != "error"]
+    retried: dict[TrialKey, int] = {}
     null = open(os.devnull, "w")  # noqa: ASYNC230, SIM115 -- a sink for each trial's phase lines
     with _on_sigint(lambda: stop.signalled(stream, len(running))), null:
         async with engine_session(settings, client="sreforge-campaign") as engine:
@@ -106,6 +108,10 @@ async def run_campaign(
                     if result.wall_s is not None and result.verdict != "error":
                         walls.append(result.wall_s)
                     print(_ended_line(result), file=stream, flush=True)
+                    if lost_its_host(result) and retried.get(result.key, 0) < _HOST_RETRIES:
+                        retried[result.key] = retried.get(result.key, 0) + 1
+                        queue.appendleft(result.key)  # its host died: run it again now
+                        print(_retry_line(result), file=stream, flush=True)
                 if ended or time.monotonic() - said > _QUIET_S:
                     said = time.monotonic()
                     line = format_progress(
@@ -142,6 +148,13 @@ def _ended_line(result: Result) -> str:
     return (
         f"  {result.agent} x {result.scenario} #{result.trial}: {result.verdict}{score}{why}"
         f" — run {result.run_id or '(none)'} in {result.wall_s or 0:.0f}s"
+    )
+
+
+def _retry_line(result: Result) -> str:
+    return (
+        f"  {result.agent} x {result.scenario} #{result.trial}: its worker host died; "
+        "running it again"
     )
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import nats.errors
 import nats.js.errors
@@ -17,6 +19,7 @@ from nats.js.api import (
     RetentionPolicy,
     StorageType,
     StreamConfig,
+    StreamSource,
 )
 
 from sreforge_bus._connection import Bus
@@ -26,7 +29,10 @@ from sreforge_bus._names import (
     RUNS_BUCKET,
     STREAM,
     STREAM_SUBJECTS,
+    WORK_SOURCE_SUBJECT,
+    WORK_STREAM,
     deadletter_subject,
+    stream_of,
 )
 
 __all__ = ["ConsumerSpec", "bootstrap"]
@@ -34,6 +40,7 @@ __all__ = ["ConsumerSpec", "bootstrap"]
 _DURABLE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_AGE_S = 7 * 24 * 3600.0
 _RUNS_HISTORY = 16
+_ATTEMPTS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,9 @@ class ConsumerSpec:
     max_deliver: int = 5
     backoff: tuple[float, ...] = (0.5, 2, 5)
     ack_wait: float = 5
+    deliver_new: bool = False
+    """Start from messages stored after the consumer was created (a worker host's own
+    durable: the runs it may own are all requested after it started), not the first."""
 
     def __post_init__(self) -> None:
         if not _DURABLE.match(self.durable):
@@ -68,6 +78,11 @@ class ConsumerSpec:
             raise ValueError(f"backoff of {self.durable!r} must hold non-negative seconds")
         if self.ack_wait <= 0:
             raise ValueError(f"ack_wait of {self.durable!r} must be positive")
+
+    @property
+    def stream(self) -> str:
+        """The stream this consumer reads (`SREFORGE`, or the work queue's)."""
+        return stream_of(self.durable)
 
     @property
     def deadletter_subject(self) -> str:
@@ -86,7 +101,7 @@ class ConsumerSpec:
         return ConsumerConfig(
             name=self.durable,
             durable_name=self.durable,
-            deliver_policy=DeliverPolicy.ALL,
+            deliver_policy=DeliverPolicy.NEW if self.deliver_new else DeliverPolicy.ALL,
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self.ack_wait,
             # One extra delivery beyond the handler's budget lets a worker
@@ -98,7 +113,7 @@ class ConsumerSpec:
         )
 
 
-def _stream_config() -> StreamConfig:
+def _stream_config(replicas: int) -> StreamConfig:
     return StreamConfig(
         name=STREAM,
         subjects=list(STREAM_SUBJECTS),
@@ -107,49 +122,100 @@ def _stream_config() -> StreamConfig:
         discard=DiscardPolicy.OLD,
         max_age=_MAX_AGE_S,
         duplicate_window=DUPLICATE_WINDOW_S,
+        num_replicas=replicas,
     )
 
 
-async def _ensure_stream(js: JetStreamContext) -> None:
-    config = _stream_config()
+def _work_config(replicas: int, since: datetime) -> StreamConfig:
+    """The work queue: every RunRequested stored in `SREFORGE` from `since` on, kept until
+    a worker host acks it (then gone: WorkQueue retention)."""
+    return StreamConfig(
+        name=WORK_STREAM,
+        retention=RetentionPolicy.WORK_QUEUE,
+        storage=StorageType.FILE,
+        max_age=_MAX_AGE_S,
+        num_replicas=replicas,
+        sources=[
+            StreamSource(name=STREAM, filter_subject=WORK_SOURCE_SUBJECT, opt_start_time=since)
+        ],
+    )
+
+
+async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
     try:
-        await js.stream_info(STREAM)
+        found = await js.stream_info(config.name or "")
     except nats.js.errors.NotFoundError:
         await js.add_stream(config)
         return
+    if config.sources:  # a source's start is fixed when the stream is made
+        config.sources = found.config.sources
     await js.update_stream(config)
 
 
-async def _ensure_runs_bucket(js: JetStreamContext) -> None:
+async def _retrying(step: Callable[[], Awaitable[None]]) -> None:
+    """Run an idempotent step again when the server did not answer in time: two processes
+    bootstrapping one cluster at once make proposals that collide, and both time out;
+    a later attempt finds the work done, or does it."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            await step()
+            return
+        except TimeoutError:
+            if attempt == _ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.5 * (attempt + 1))
+
+
+async def _ensure_runs_bucket(js: JetStreamContext, replicas: int) -> None:
     """The run store; its entries age out with the events (`_MAX_AGE_S` after their last
     write), so finished runs' states and claims do not pile up forever."""
     try:
         await js.key_value(RUNS_BUCKET)
     except nats.js.errors.BucketNotFoundError:
         await js.create_key_value(
-            bucket=RUNS_BUCKET, history=_RUNS_HISTORY, storage=StorageType.FILE, ttl=_MAX_AGE_S
+            bucket=RUNS_BUCKET,
+            history=_RUNS_HISTORY,
+            storage=StorageType.FILE,
+            ttl=_MAX_AGE_S,
+            replicas=replicas,
         )
         return
     backing = f"KV_{RUNS_BUCKET}"
     config = (await js.stream_info(backing)).config
-    if config.max_age != _MAX_AGE_S:  # a bucket made before it had an age limit
+    # A bucket made before it had an age limit, or on fewer nodes.
+    if config.max_age != _MAX_AGE_S or (config.num_replicas or 1) != replicas:
         config.max_age = _MAX_AGE_S
+        config.num_replicas = replicas
         await js.update_stream(config)
 
 
-async def bootstrap(bus: Bus, consumers: Sequence[ConsumerSpec] = ()) -> None:
+def _consumer_step(js: JetStreamContext, spec: ConsumerSpec) -> Callable[[], Awaitable[None]]:
+    async def add() -> None:
+        await js.add_consumer(spec.stream, config=spec.consumer_config())
+
+    return add
+
+
+async def bootstrap(bus: Bus, consumers: Sequence[ConsumerSpec] = (), *, replicas: int = 1) -> None:
     """Create or update stream `SREFORGE`, KV bucket `sreforge-runs` and `consumers`.
 
     Idempotent: running it again with the same specs changes nothing, and with
-    changed specs updates the consumers in place (services only bind to them).
+    changed specs updates the consumers in place (services only bind to them). A
+    consumer of the work queue (`workers-runs`) also makes stream `SREFORGE_WORK`.
+    `replicas` (1, or 3 on a 3-node cluster) is how many nodes keep each stream.
     """
+    js = bus.js
     step = f"stream {STREAM}"
     try:
-        await _ensure_stream(bus.js)
+        await _retrying(lambda: _ensure_stream(js, _stream_config(replicas)))
         step = f"KV bucket {RUNS_BUCKET}"
-        await _ensure_runs_bucket(bus.js)
+        await _retrying(lambda: _ensure_runs_bucket(js, replicas))
+        if any(spec.stream == WORK_STREAM for spec in consumers):
+            step = f"stream {WORK_STREAM}"
+            work = lambda: _ensure_stream(js, _work_config(replicas, datetime.now(UTC)))  # noqa: E731
+            await _retrying(work)
         for spec in consumers:
             step = f"consumer {spec.durable}"
-            await bus.js.add_consumer(STREAM, config=spec.consumer_config())
+            await _retrying(_consumer_step(js, spec))
     except (nats.errors.Error, TimeoutError) as err:
         raise BootstrapError(f"bootstrap of {step} failed: {err!r}") from err

@@ -257,7 +257,10 @@ async def connect(
     prefix, the only inboxes its permissions let it read). Once connected the client
     reconnects forever; the first connection must succeed within `connect_timeout`
     seconds or `ConnectError` is raised (also when the server refuses the credential).
+    `url` may list several servers of one cluster, comma-separated: the client fails over
+    between them.
     """
+    servers: str | list[str] = [u.strip() for u in url.split(",")] if "," in url else url
     nc = Client()
     holder: list[Bus] = []
     user = credential.user if credential is not None else None
@@ -296,7 +299,7 @@ async def connect(
 
     attempt = asyncio.ensure_future(
         nc.connect(
-            url,
+            servers,
             name=name,
             max_reconnect_attempts=-1,
             reconnect_time_wait=reconnect_time_wait,  # type: ignore[arg-type]  # float works

@@ -9,6 +9,12 @@ correlator writes it); every other key starts with its writer's prefix (`runner.
 `deployer.`, `oracle.`, `recorded.`; the correlator's `route.` and `start.`), which is
 also the prefix the writer's bus permission allows (`SERVICE_KEYS`). A key that marks
 something done once per run is `once_key(owner, run_id)` = `<owner>.<run_id>`.
+
+Worker hosts (scale-out): run requests reach them through the work-queue stream
+`SREFORGE_WORK` (sourced from `SREFORGE`'s RunRequested) and its one shared durable
+`workers-runs`; a host's lease is `deployer.host.<host>`, a run's owner
+`deployer.owner.<run_id>` (the deployer writes both), and a host's own copy of a pinned
+service's durable is `<durable>-<host>`.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ __all__ = [
     "HEADER_DEADLETTER_SUBJECT",
     "HEADER_MSG_ID",
     "HEADER_REPLY_TO",
+    "HOST_LEASES",
+    "HOST_PATTERN",
     "INBOX_PREFIX",
     "ORACLE_HANDOFF",
     "ORACLE_KEYS",
@@ -38,17 +46,25 @@ __all__ = [
     "ROUTE_KEYS",
     "RUNNER_CLAIM",
     "RUNS_BUCKET",
+    "RUN_OWNERS",
     "START_KEYS",
     "STREAM",
     "STREAM_SUBJECTS",
+    "WORK_DURABLE",
+    "WORK_SOURCE_SUBJECT",
+    "WORK_STREAM",
     "deadletter_subject",
     "deployer_stage",
+    "host_durable",
+    "host_lease_key",
     "once_key",
     "oracle_samples_key",
     "oracle_samples_keys",
     "route_key",
+    "run_owner_key",
     "run_state_key",
     "start_key",
+    "stream_of",
 ]
 
 DUPLICATE_WINDOW_S = 120.0
@@ -85,6 +101,19 @@ ORACLE_SCORED = f"{ORACLE_KEYS}.scored"
 """`oracle.scored.<run_id>`: the run's one outcome and whether it was published."""
 RECORDED = "recorded"
 """`recorded.<run_id>`: the recorder announced the run's record (`Recorded`)."""
+HOST_LEASES = f"{DEPLOYER_KEYS}.host"
+"""`deployer.host.<host>`: a worker host's lease (who holds it, until when)."""
+RUN_OWNERS = f"{DEPLOYER_KEYS}.owner"
+"""`deployer.owner.<run_id>`: the worker host (and its lease) that owns the run's stack."""
+
+WORK_STREAM = "SREFORGE_WORK"
+"""The work queue of run requests (WorkQueue retention: a request is gone once acked)."""
+WORK_SOURCE_SUBJECT = "sreforge.run.*.RunRequested"
+"""What `SREFORGE_WORK` sources from stream `SREFORGE`."""
+WORK_DURABLE = "workers-runs"
+"""The one durable every worker host pulls run requests from."""
+HOST_PATTERN = r"^[a-z0-9][a-z0-9-]{0,23}$"
+"""A worker host's name: it ends durable names and run-store keys."""
 
 
 def deadletter_subject(durable: str) -> str:
@@ -125,3 +154,23 @@ def oracle_samples_key(run_id: str, n: int) -> str:
 def oracle_samples_keys(run_id: str) -> str:
     """A key filter matching every sample chunk of one run (for `RunStore.keys`)."""
     return f"{ORACLE_SAMPLES}.{run_id}.*"
+
+
+def host_lease_key(host: str) -> str:
+    """The key of worker host `host`'s lease."""
+    return f"{HOST_LEASES}.{host}"
+
+
+def run_owner_key(run_id: str) -> str:
+    """The key naming the worker host that owns run `run_id`."""
+    return f"{RUN_OWNERS}.{run_id}"
+
+
+def host_durable(durable: str, host: str) -> str:
+    """Worker host `host`'s own copy of a pinned service's durable consumer."""
+    return f"{durable}-{host}"
+
+
+def stream_of(durable: str) -> str:
+    """The stream a durable consumer reads: the work queue's for `workers-runs`."""
+    return WORK_STREAM if durable == WORK_DURABLE else STREAM

@@ -21,6 +21,8 @@ from sreforge_bus._names import (
     RUNNER_CLAIM,
     RUNS_BUCKET,
     STREAM,
+    WORK_STREAM,
+    stream_of,
 )
 
 __all__ = [
@@ -89,6 +91,8 @@ _JS_READ = (
     f"$JS.API.STREAM.INFO.{_KV_STREAM}",
     f"$JS.API.CONSUMER.INFO.{STREAM}.*",
     f"$JS.API.CONSUMER.INFO.{_KV_STREAM}.*",
+    f"$JS.API.STREAM.INFO.{WORK_STREAM}",
+    f"$JS.API.CONSUMER.INFO.{WORK_STREAM}.*",
     f"$JS.API.STREAM.MSG.GET.{STREAM}",
     f"$JS.API.STREAM.MSG.GET.{_KV_STREAM}",
     f"$JS.API.DIRECT.GET.{_KV_STREAM}",
@@ -163,9 +167,10 @@ def service_permissions(service: str, durables: Sequence[str] = ()) -> Permissio
         raise ValueError(f"unknown service {service!r} (known: {known})")
     own: list[str] = list(event_subjects(SERVICE_EVENTS[service]))
     for durable in durables:
+        stream = stream_of(durable)
         own += [
-            f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{durable}",
-            f"$JS.ACK.{STREAM}.{durable}.>",
+            f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}",
+            f"$JS.ACK.{stream}.{durable}.>",
             f"{DEADLETTER_PREFIX}{durable}",
         ]
     if service == "correlator":  # answers `run.start`, which only the operator may send

@@ -105,12 +105,19 @@ class RunStore:
         except (nats.errors.Error, TimeoutError) as err:
             raise RunStoreError(f"put of run store key {key!r} failed: {err!r}") from err
 
-    async def keys(self, pattern: str = ">") -> list[str]:
+    async def keys(self, pattern: str = ">", *, with_removed: bool = False) -> list[str]:
         """Return the live keys matching `pattern`, sorted (empty list when there are none).
 
         `pattern` is a subject filter the server applies: `*` matches one dot-free
         token, `>` the rest (`"*"`: keys without a dot; `"oracle.samples.r1.*"`).
+
+        `with_removed` also lists keys whose last write removed them, for a caller that
+        reads each key anyway: it asks the bucket's stream leader (one request) instead of
+        watching through an ephemeral consumer, which on a cluster that lost a node may be
+        placed on the lost node and never answer.
         """
+        if with_removed:
+            return await self._subjects(pattern)
         kv = await self._store()
         try:
             watcher = await kv.watch(pattern, meta_only=True, ignore_deletes=True)
@@ -125,6 +132,16 @@ class RunStore:
         except (nats.errors.Error, TimeoutError) as err:
             raise RunStoreError(f"listing run store keys {pattern!r} failed: {err!r}") from err
         return sorted(found)
+
+    async def _subjects(self, pattern: str) -> list[str]:
+        prefix = f"$KV.{self._bucket}."
+        try:
+            info = await self._js.stream_info(
+                f"KV_{self._bucket}", subjects_filter=prefix + pattern
+            )
+        except (nats.errors.Error, TimeoutError) as err:
+            raise RunStoreError(f"listing run store keys {pattern!r} failed: {err!r}") from err
+        return sorted(subject.removeprefix(prefix) for subject in info.state.subjects or {})
 
     async def remove(self, key: str) -> None:
         """Remove `key` and its history (a purge: one small marker stays until it ages out)."""

@@ -142,6 +142,9 @@ class Route(Generic[T]):
     handler: Handler[T]
     parse: Callable[[bytes], T]
     max_bytes: int | None = MAX_MESSAGE_BYTES
+    concurrency: int = 4
+    held: Callable[[], int] | None = None
+    """Work of this route that outlives its handler (see `Worker`); None: only handlers."""
 
     @classmethod
     def on(cls, consumer: ConsumerSpec, kind: type[E], handler: Handler[E]) -> Route[E]:
@@ -183,6 +186,8 @@ class Service:
                 self._deliver(bus, route),
                 parse=route.parse,
                 max_bytes=route.max_bytes,
+                concurrency=route.concurrency,
+                held=route.held,
             )
             for route in self.routes
         ]

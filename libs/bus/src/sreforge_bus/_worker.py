@@ -30,7 +30,6 @@ from sreforge_bus._names import (
     HEADER_DEADLETTER_SUBJECT,
     HEADER_MSG_ID,
     HEADER_REPLY_TO,
-    STREAM,
 )
 from sreforge_bus._pull import PullFeed
 
@@ -83,6 +82,9 @@ class Worker(Generic[T]):
     once when `parse` rejects it, the raw message goes to the dead-letter
     subject and is terminated, and the worker keeps consuming.
 
+    `held` counts work that outlives its handler (a worker host's stacks): the worker pulls
+    only while `concurrency` exceeds both that and the handlers running.
+
     A body over `max_bytes` (default `MAX_MESSAGE_BYTES`) is dead-lettered before it is
     parsed; `None` leaves the limit to the handler (the correlator answers an oversize
     `run.start` itself). A dead letter never outgrows the server's max payload: when the
@@ -98,6 +100,7 @@ class Worker(Generic[T]):
         parse: Callable[[bytes], T],
         concurrency: int = 4,
         max_bytes: int | None = MAX_MESSAGE_BYTES,
+        held: Callable[[], int] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency of worker {spec.durable!r} must be >= 1")
@@ -107,6 +110,7 @@ class Worker(Generic[T]):
         self._parse = parse
         self._concurrency = concurrency
         self._max_bytes = max_bytes
+        self._held = held
         self._in_flight: set[asyncio.Task[None]] = set()
         self._backlog: deque[Msg] = deque()
         self._feed: PullFeed | None = None
@@ -133,10 +137,10 @@ class Worker(Generic[T]):
             await self._check_consumer()
             self._feed = PullFeed(
                 self._bus.nc,
-                stream=STREAM,
+                stream=self._spec.stream,
                 durable=self._spec.durable,
                 capacity=self._concurrency,
-                busy=lambda: len(self._in_flight) + len(self._backlog),
+                busy=self._busy,
                 deliver=self._start,
             )
             if self._stopping:  # stop() came while we were checking the consumer
@@ -147,6 +151,10 @@ class Worker(Generic[T]):
             self._bus._unregister(self)
             self._running = False
             self._finished.set()
+
+    def _busy(self) -> int:
+        handling = len(self._in_flight) + len(self._backlog)
+        return handling if self._held is None else max(handling, self._held())
 
     async def _serve(self, feed: PullFeed) -> None:
         try:
@@ -173,10 +181,11 @@ class Worker(Generic[T]):
 
     async def _check_consumer(self) -> None:
         try:
-            await self._bus.js.consumer_info(STREAM, self._spec.durable)
+            await self._bus.js.consumer_info(self._spec.stream, self._spec.durable)
         except nats.js.errors.NotFoundError as err:
             raise BusError(
-                f"durable consumer {self._spec.durable!r} does not exist on stream {STREAM}; "
+                f"durable consumer {self._spec.durable!r} does not exist on stream "
+                f"{self._spec.stream}; "
                 "run bootstrap() with its ConsumerSpec first"
             ) from err
 

@@ -33,6 +33,7 @@ from sreforge_contracts import (
 from sreforge_correlator._catalog import ScenarioCatalog
 from sreforge_correlator._deadletter import DeadLetter, dead_letter_failure, failed_by
 from sreforge_correlator._errors import RunStateError, StartRejected
+from sreforge_correlator._hosts import host_lost, host_lost_again
 from sreforge_correlator._ledger import RunLedger
 from sreforge_correlator._machine import (
     RunClock,
@@ -176,7 +177,8 @@ class Correlator:
         return [failed]
 
     async def sweep(self, now: datetime) -> list[Event]:
-        """Fail armed runs past their confirm-fire deadline; re-announce recent transitions."""
+        """Fail runs whose worker host is gone and armed runs past their confirm-fire
+        deadline; re-announce recent transitions."""
         owed: list[Event] = []
         for run_id in await self._ledger.run_ids():
             if run_id in self._finished:
@@ -187,13 +189,36 @@ class Correlator:
                 continue  # a key of another service that happens to look like a run id
             if state is None:
                 continue
-            if overdue(state, now, self._grace) is not None:
+            if not state.terminal and (lost := await self._fail_host_lost(state, now)):
+                owed += lost
+            elif overdue(state, now, self._grace) is not None:
                 owed += await self._fail_overdue(state, now)
             elif self._recent(state, now):
                 owed += announcements(state)
+                owed += [again] if (again := host_lost_again(state)) else []
             elif state.terminal:
                 self._finished.add(run_id)
         return owed
+
+    async def _fail_host_lost(self, state: RunState, now: datetime) -> list[Event]:
+        owner = await self._ledger.owner(state.run_id)
+        if owner is None:
+            return []
+        lease = await self._ledger.lease(owner.host)
+        if host_lost(state, owner, lease, now) is None:
+            return []
+        clock = self._clock(state)
+
+        def fail(current: RunState) -> RunState:
+            failure = host_lost(current, owner, lease, now)
+            return current if failure is None else fold(current, failure, clock)
+
+        change = await self._ledger.change(state.run_id, fail)
+        if change is None or not change.changed:
+            return []
+        log.error("correlator.worker_host_lost", run_id=state.run_id, reason=change.after.failure)
+        again = host_lost_again(change.after)
+        return [again] if again else []
 
     async def _fail_overdue(self, state: RunState, now: datetime) -> list[Event]:
         clock = self._clock(state)

@@ -16,12 +16,16 @@ from sreforge_bus import (
     ROUTE_KEYS,
     RUNNER_CLAIM,
     CasConflict,
+    Lease,
+    RunOwner,
     RunStateUnreadable,
     RunStore,
+    host_lease_key,
     once_key,
     oracle_samples_keys,
     parse_run_state,
     route_key,
+    run_owner_key,
     run_state_key,
     start_key,
 )
@@ -107,10 +111,21 @@ class RunLedger:
         entry = await self._store.get(route_key(route))
         return None if entry is None else entry.value.decode()
 
+    async def owner(self, run_id: str) -> RunOwner | None:
+        """The worker host that took the run (None: no worker host took it, e.g. embedded)."""
+        entry = await self._store.get(run_owner_key(run_id))
+        return RunOwner.parse(entry.value) if entry else None
+
+    async def lease(self, host: str) -> Lease | None:
+        """Worker host `host`'s lease as stored (None: it holds none)."""
+        entry = await self._store.get(host_lease_key(host))
+        return Lease.parse(entry.value) if entry else None
+
     async def run_ids(self) -> list[str]:
         """Every run id with state: the server lists only dot-free keys (no run id has a dot),
         so the services' many dotted keys cost this listing nothing."""
-        return [key for key in await self._store.keys("*") if _RUN_KEY.fullmatch(key)]
+        keys = await self._store.keys("*", with_removed=True)  # each is loaded next
+        return [key for key in keys if _RUN_KEY.fullmatch(key)]
 
     async def forget(self, state: RunState) -> list[str]:
         """Remove the scratch keys of a recorded run; return those that were there.
@@ -142,7 +157,7 @@ class RunLedger:
         `start.<message>` is keyed by message, not by run.
         """
         run = state.run_id
-        samples = await self._store.keys(oracle_samples_keys(run))
+        samples = await self._store.keys(oracle_samples_keys(run), with_removed=True)
         owned = [once_key(RUNNER_CLAIM, run), once_key(ORACLE_HANDOFF, run)]
         return [route_key(state.alert_route), *owned, *samples]
 

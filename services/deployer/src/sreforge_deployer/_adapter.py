@@ -64,6 +64,10 @@ class Deployer:
         held = self.saga.topologies().items()
         return {rid: t.stack for rid, t in held if isinstance(t, LocalTopology)}
 
+    def held(self) -> int:
+        """How many runs' stacks this process holds now (a worker host's used slots)."""
+        return len(self.saga.topologies())
+
     async def on_run_requested(self, event: RunRequested, context: Context) -> Sequence[Event]:
         """Provision the run's stack (StackReady), then arm it (FaultArmed); once per run."""
         return await _drive(

@@ -131,6 +131,18 @@ def test_compose_yaml_is_valid_and_publishes_on_loopback_only(
     assert "nats-store" in config["volumes"]
 
 
+def test_the_engine_containers_import_every_package_of_the_checkout() -> None:
+    """The services' PYTHONPATH names every workspace package's source folder: a package
+    missing there (libs/report once) crashed its service in the container, and the run
+    ended without a record."""
+    text = (CHECKOUT / "compose.yaml").read_text()
+    packages = sorted(
+        str(src.relative_to(CHECKOUT)) for src in [CHECKOUT / "src", *CHECKOUT.glob("*/*/src")]
+    )
+    missing = [path for path in packages if "${SREFORGE_CHECKOUT}/" + path not in text]
+    assert not missing, f"compose.yaml's PYTHONPATH lacks {missing}"
+
+
 @pytest.mark.timeout(240)
 async def test_compose_nats_serves_the_home_users_and_down_leaves_nothing(
     build_context: None, credentials: BusCredentials, tmp_path: Path

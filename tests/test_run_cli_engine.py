@@ -202,3 +202,40 @@ async def test_a_record_that_comes_long_after_the_verdict_is_still_reported(
     outcome = await asyncio.wait_for(following, 10)
     assert outcome.verdict == "aborted"
     assert outcome.record == "/runs/late-record-1/record.json"
+
+
+@pytest.mark.timeout(30)
+async def test_a_follow_cut_short_is_taken_up_again_without_repeating_events(
+    bus: Bus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's follow breaks with a timeout after its first event (a cluster node lost
+    meanwhile): the CLI follows again, skips what it read, and still reports the record."""
+    run_id = "cut-follow-1"
+    calls = 0
+
+    async def flaky_follow(bus: Bus, subject: str) -> AsyncIterator[object]:
+        nonlocal calls
+        calls += 1
+        async for message in follow(bus, subject):
+            yield message
+            if calls == 1:
+                raise TimeoutError  # what nats-py raised when a consumer's creation timed out
+
+    monkeypatch.setattr(run_cli, "follow", flaky_follow)
+    for event in (
+        RunFailed(run_id=run_id, producer="correlator", stage="confirm-fire",
+                  reason="no alert", verdict="aborted"),
+        Recorded(run_id=run_id, producer="recorder", path="/runs/cut-follow-1/record.json",
+                 sha256="0" * 64, verdict="aborted"),
+        CleanedUp(run_id=run_id, producer="deployer", verified=True, leftovers=[]),
+    ):  # fmt: skip
+        await bus.publish(event)
+    taken: list[str] = []
+    follower = _Follower(RunningEngine(bus), run_id, Progress(io.StringIO()), 20)
+    real_take = follower._take
+    monkeypatch.setattr(follower, "_take", lambda s, d: (taken.append(s), real_take(s, d)))
+    outcome = await asyncio.wait_for(follower.run(), 20)
+    assert calls == 2
+    assert outcome.verdict == "aborted"
+    assert outcome.record == "/runs/cut-follow-1/record.json"
+    assert len(taken) == len(set(taken)) == 3, taken

@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import nats.errors
 from sreforge_bus import BusError, connect, follow, misplaced
 from sreforge_contracts import (
     RUN_START_SUBJECT,
@@ -204,6 +205,11 @@ class Trial:
         return run_deadline(determinism, self.time_scale, settings.agent_budget_seconds)
 
 
+FOLLOW_RETRIES = 4
+"""How often a run's follow is taken up again after it was cut short (0.5 s, 1 s, 2 s, 4 s
+apart: about what a 3-node cluster takes to elect new leaders after losing one)."""
+
+
 class _Follower:
     """Reads one run's events until its record, or until the run's deadline (extended by a
     grace period when the verdict comes late) with the verdict alone."""
@@ -230,11 +236,28 @@ class _Follower:
             await asyncio.gather(reader, return_exceptions=True)
 
     async def _read(self) -> None:
-        async for message in follow(self._engine.bus, f"sreforge.run.{self._run_id}.>"):
-            with contextlib.suppress(ContractError):
-                event = parse_event(message.data)
-                if misplaced(event, message.subject) is None:  # a forged body on another's subject
-                    self._events.put_nowait(event)
+        """Follow the run's subjects; a follow cut short (a cluster node lost, the consumer's
+        creation timing out meanwhile) is taken up again from the start, skipping what was
+        read, `FOLLOW_RETRIES` times."""
+        read = 0
+        for attempt in range(FOLLOW_RETRIES + 1):
+            try:
+                async for message in follow(self._engine.bus, f"sreforge.run.{self._run_id}.>"):
+                    if message.seq <= read:
+                        continue
+                    read = message.seq
+                    self._take(message.subject, message.data)
+                return
+            except (TimeoutError, nats.errors.Error):
+                if attempt == FOLLOW_RETRIES or time.monotonic() > self._deadline:
+                    raise
+                await asyncio.sleep(0.5 * 2**attempt)  # let the cluster elect its leaders
+
+    def _take(self, subject: str, data: bytes) -> None:
+        with contextlib.suppress(ContractError):
+            event = parse_event(data)
+            if misplaced(event, subject) is None:  # a forged body on another's subject
+                self._events.put_nowait(event)
 
     async def _watch(self, reader: asyncio.Task[None]) -> Outcome:
         while (left := self._deadline - time.monotonic()) > 0:

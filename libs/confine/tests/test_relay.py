@@ -78,17 +78,25 @@ def test_connections_beyond_the_bound_wait_to_be_accepted_instead_of_piling_up()
     relay.start()
     address = listener.getsockname()[:2]
     clients = [socket.create_connection(address, timeout=10) for _ in range(3)]
-    joined = [far.accept()[0] for _ in range(2)]
+    accepted = [far.accept()[0] for _ in range(2)]
+    # The two joins race each other to the far end: tell them apart by what each carries.
+    for number, client in enumerate(clients[:2]):
+        client.sendall(str(number).encode())
+    joined: dict[bytes, socket.socket] = {}
+    for sock in accepted:
+        sock.settimeout(10)
+        joined[sock.recv(1)] = sock
+    assert set(joined) == {b"0", b"1"}, joined
     far.settimeout(0.5)
     with pytest.raises(TimeoutError):
         far.accept()
     clients[0].close()
-    assert joined[0].recv(1) == b"", "the given-up connection reached its far end"
-    joined[0].close()
+    assert joined[b"0"].recv(1) == b"", "the given-up connection reached its far end"
+    joined[b"0"].close()
     far.settimeout(10)
     third, _ = far.accept()
     clients[2].sendall(b"x")
     assert third.recv(1) == b"x"
     relay.close()
-    for sock in (*clients, *joined, third, far):
+    for sock in (*clients, *joined.values(), third, far):
         sock.close()

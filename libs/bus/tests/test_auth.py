@@ -283,6 +283,7 @@ async def test_the_recorder_watches_the_whole_bus_and_no_other_service_does(
         seen.append(message.subject)
 
     await recorder.nc.subscribe("sreforge.>", cb=keep)
+    await recorder.nc.flush()  # the server has the subscription before anything is published
     errors: list[str] = []
 
     async def record(err: Exception) -> None:
@@ -296,7 +297,7 @@ async def test_the_recorder_watches_the_whole_bus_and_no_other_service_does(
         refused = any("permissions violation for subscription" in e for e in errors)
         return refused and "sreforge.run.run-0001.RunFailed" in seen
 
-    await poll(both, "the recorder to see the event and the runner to be refused", timeout=5)
+    await poll(both, "the recorder to see the event and the runner to be refused", timeout=15)
 
 
 def _failed(run_id: str = "run-0001") -> RunFailed:

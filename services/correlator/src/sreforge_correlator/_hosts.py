@@ -34,15 +34,7 @@ def host_lost(
     why = owner_lost(owner, lease, now.timestamp())
     if why is None:
         return None
-    return RunFailed(
-        event_id=_event_id(state.run_id),
-        run_id=state.run_id,
-        producer=PRODUCER,
-        occurred_at=now,
-        stage=WORKER_STAGE,
-        reason=f"{why} while the run was {state.phase}",
-        verdict="error",
-    )
+    return _host_failure(state.run_id, now, f"{why} while the run was {state.phase}")
 
 
 def host_lost_again(state: RunState) -> RunFailed | None:
@@ -54,12 +46,17 @@ def host_lost_again(state: RunState) -> RunFailed | None:
         return None
     if at is None:
         return None
+    return _host_failure(state.run_id, at, state.failure.removeprefix(prefix))
+
+
+def _host_failure(run_id: str, at: datetime, reason: str) -> RunFailed:
+    """The one RunFailed a lost host's run gets (its id deduplicates a second publish)."""
     return RunFailed(
-        event_id=_event_id(state.run_id),
-        run_id=state.run_id,
+        event_id=_event_id(run_id),
+        run_id=run_id,
         producer=PRODUCER,
         occurred_at=at,
         stage=WORKER_STAGE,
-        reason=state.failure.removeprefix(prefix),
+        reason=reason,
         verdict="error",
     )

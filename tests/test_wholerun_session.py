@@ -98,3 +98,30 @@ def test_raising_the_limit_admits_a_waiting_run_at_once() -> None:
         slots.set_limit(2)
         assert entered.wait(10)
     thread.join(timeout=10)
+
+
+@pytest.mark.timeout(30)
+def test_a_run_whose_lane_is_busy_lets_the_next_one_go_first() -> None:
+    """Two slots, one `docker` run holding one: a waiting `docker` run of a lower priority
+    stays out while a lane-less run behind it takes the free slot; it enters once the
+    first `docker` run ends."""
+    slots = Slots(2)
+    entered = {"docker": threading.Event(), "local": threading.Event()}
+
+    def wait_in(name: str, priority: int, lane: str | None) -> None:
+        with slots.held(priority, lane):
+            entered[name].set()
+
+    with slots.held(0, "docker"):
+        same_lane = threading.Thread(target=wait_in, args=("docker", 1, "docker"))
+        same_lane.start()
+        deadline = time.monotonic() + 10
+        while slots.waiting < 1 and time.monotonic() < deadline:
+            entered["docker"].wait(0.01)
+        other = threading.Thread(target=wait_in, args=("local", 5, None))
+        other.start()
+        assert entered["local"].wait(10), "the lane-less run waited behind a busy lane"
+        assert not entered["docker"].is_set(), "two runs of one lane held slots at once"
+    assert entered["docker"].wait(10)
+    for thread in (same_lane, other):
+        thread.join(timeout=10)

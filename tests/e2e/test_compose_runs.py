@@ -25,6 +25,7 @@ from typing import Any
 import psutil
 import pytest
 from wholerun import (
+    DOCKER_LANE,
     REPO,
     Canaries,
     Run,
@@ -114,15 +115,16 @@ def _bus_port_beside(run: Run) -> None:
 
 
 RUNS = {
-    "reference": RunSpec("reference", topology="compose"),
-    "clamp-histogram": RunSpec("scripted:clamp-histogram", topology="compose"),
-    "noop": RunSpec("noop", topology="compose"),
+    "reference": RunSpec("reference", topology="compose", lane=DOCKER_LANE),
+    "clamp-histogram": RunSpec("scripted:clamp-histogram", topology="compose", lane=DOCKER_LANE),
+    "noop": RunSpec("noop", topology="compose", lane=DOCKER_LANE),
     "quiet-monitors": RunSpec(
-        "scripted:quiet-monitors", topology="compose", prepare=_keep_quiet_log
+        "scripted:quiet-monitors", topology="compose", lane=DOCKER_LANE, prepare=_keep_quiet_log
     ),
     "box-escape": RunSpec(
         "scripted:box-escape",
         topology="compose",
+        lane=DOCKER_LANE,
         prepare=_prepare_escape,
         beside=_bus_port_beside,
     ),

@@ -13,6 +13,7 @@ from ._checks import SCHEMA, assert_nothing_left, events_of, finished, signals_o
 from ._images import stack_image_inputs_ready, stop_engine_started_here
 from ._pool import (
     CASES_NOISE,
+    DOCKER_LANE,
     ENGINE_HOME,
     REPO,
     RUN_LIMIT_S,
@@ -39,6 +40,7 @@ from ._session import (
 
 __all__ = [
     "CASES_NOISE",
+    "DOCKER_LANE",
     "ENGINE_HOME",
     "REPO",
     "RUN_LIMIT_S",

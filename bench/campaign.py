@@ -6,14 +6,16 @@ reference and noop agents on one scenario (default latency-cache-stampede at tim
 the embedded engine in a subprocess with its own engine home, records, stacks root and
 campaigns folder. Level 1 runs one of each, one at a time: the serial verdicts the
 other levels are compared with. While a level runs, a thread samples every 0.5 s the
-summed RSS of each run's stack (its process groups, from the stack state files) and
-the machine's used memory. Prints one column per level:
+summed RSS and PSS of each run's stack (its process groups, from the stack state files)
+and the machine's used memory. RSS counts a page shared by several processes (the
+interpreter, its libraries) once per process; PSS divides it among them, so the PSS of
+a run's processes summed is what the run costs the machine. Prints one column per level:
 
 - runs, wall time, runs/hour (runs x 3600 / wall);
 - verdicts (`n:passed/runs r:passed/runs`), and agreement: the share of runs whose
   verdict is the serial one of its agent;
 - the runs' median wall time (submit → record);
-- peak stack RSS per run (the largest run's peak) and the machine's memory rise at the
+- peak stack RSS and PSS per run (the largest run's peak) and the machine's memory rise at the
   level's peak divided by its runs (engine, agents, CI and stacks together);
 - the 1-minute load average's peak.
 
@@ -55,6 +57,7 @@ class Level:
     verdicts: dict[str, list[str]] = field(default_factory=dict)
     run_walls: list[float] = field(default_factory=list)
     peak_stack_rss: int = 0
+    peak_stack_pss: int = 0
     peak_machine_rise: int = 0
     peak_load: float = 0.0
     exit_code: int | None = None
@@ -90,16 +93,20 @@ class Sampler:
                     groups.update({g.pgid: record.run_id for g in record.groups.values()})
             except OSError:
                 continue  # a run dir going away under the scan
-            by_run: dict[str, int] = {}
+            rss: dict[str, int] = {}
+            pss: dict[str, int] = {}
             for proc in psutil.process_iter(["pid"]):
                 try:
                     run = groups.get(os.getpgid(proc.pid))
                     if run is not None:
-                        by_run[run] = by_run.get(run, 0) + proc.memory_info().rss
+                        memory = proc.memory_full_info()
+                        rss[run] = rss.get(run, 0) + memory.rss
+                        pss[run] = pss.get(run, 0) + memory.pss
                 except (OSError, psutil.Error):
                     continue
-            if by_run:
-                level.peak_stack_rss = max(level.peak_stack_rss, *by_run.values())
+            if rss:
+                level.peak_stack_rss = max(level.peak_stack_rss, *rss.values())
+                level.peak_stack_pss = max(level.peak_stack_pss, *pss.values())
 
 
 def run_level(concurrency: int, scenario: str, time_scale: float, scratch: Path) -> Level:
@@ -179,6 +186,7 @@ def main() -> int:
         "agreement with serial": [_share(agreement(m, serial)) for m in measured],
         "median run wall (s)": [_median(m.run_walls) for m in measured],
         "peak stack RSS / run (MiB)": [f"{m.peak_stack_rss / MIB:.0f}" for m in measured],
+        "peak stack PSS / run (MiB)": [f"{m.peak_stack_pss / MIB:.0f}" for m in measured],
         "machine memory rise / run (MiB)": [
             f"{m.peak_machine_rise / MIB / max(1, m.runs):.0f}" for m in measured
         ],

@@ -180,6 +180,7 @@ _WIRED = (
     "SREFORGE_RECORDER_DASHBOARD_TOKEN",
     "SREFORGE_RECORDER_DASHBOARD_TOKEN_FILE",
     "SREFORGE_RECORDER_DASHBOARD_PORT",
+    "SREFORGE_RECORDER_DASHBOARD_URL_FILE",
 )
 
 
@@ -255,8 +256,24 @@ def test_wiring_gives_the_recorders_dashboard_the_operators_token_in_a_private_f
     assert os.environ["SREFORGE_RECORDER_DASHBOARD_TOKEN_FILE"] == str(token_file)
     assert dashboard_token(password) not in line
     assert dashboard_token(password) not in "".join(os.environ.values())
+    assert os.environ["SREFORGE_RECORDER_DASHBOARD_URL_FILE"] == str(tmp_path / "dashboard.url")
     port = os.environ["SREFORGE_RECORDER_DASHBOARD_PORT"]
     assert port == "0" or f"http://127.0.0.1:{port}/?token=$(cat {token_file})" in line
+
+
+def test_a_dashboard_on_a_free_port_is_announced_by_its_url_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the dashboard takes any free port (8787 taken), `sreforge up`'s line reads the
+    URL from the file the recorder writes once it listens."""
+    from sreforge._dashboard_wiring import announce_dashboard
+    from sreforge._settings import EngineSettings
+
+    _unset_wiring(monkeypatch)
+    monkeypatch.setenv("SREFORGE_RECORDER_DASHBOARD_PORT", "0")
+    line = announce_dashboard(EngineSettings(home=tmp_path))
+    token_file = tmp_path / "dashboard.token"
+    assert f"$(cat {tmp_path / 'dashboard.url'})?token=$(cat {token_file})" in line
 
 
 def test_tail_with_a_stale_operator_password_says_the_login_was_refused(

@@ -3,7 +3,9 @@
 The embedded engine's recorder serves it on loopback (`SREFORGE_RECORDER_DASHBOARD_*`);
 the token is `SREFORGE_DASHBOARD_TOKEN`, else an HMAC of the engine home's operator bus
 credential, kept in `<home>/dashboard.token` (0600) for the recorder to read, so it never
-travels in an environment that child processes inherit. Explicit settings always win.
+travels in an environment that child processes inherit. Once it listens the recorder
+writes its URL to `<home>/dashboard.url` (the port it took: 8787, else a free one, as when
+another engine or a concurrent run has 8787). Explicit settings always win.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ def wire_dashboard(settings: EngineSettings) -> None:
         os.environ.setdefault("SREFORGE_RECORDER_DASHBOARD_TOKEN_FILE", str(path))
     if "SREFORGE_RECORDER_DASHBOARD_PORT" not in os.environ:
         os.environ["SREFORGE_RECORDER_DASHBOARD_PORT"] = str(_PORT if _free(_PORT) else 0)
+    os.environ.setdefault(
+        "SREFORGE_RECORDER_DASHBOARD_URL_FILE", str(settings.home / "dashboard.url")
+    )
 
 
 def announce_dashboard(settings: EngineSettings) -> str:
@@ -51,11 +56,12 @@ def announce_dashboard(settings: EngineSettings) -> str:
     wire_dashboard(settings)
     host = os.environ.get("SREFORGE_RECORDER_DASHBOARD_HOST", "127.0.0.1")
     port = os.environ["SREFORGE_RECORDER_DASHBOARD_PORT"]
-    if port == "0":
-        return "dashboard: on a free port (8787 is taken): see the recorder.dashboard log line"
     where = os.environ.get(
         "SREFORGE_RECORDER_DASHBOARD_TOKEN_FILE", "SREFORGE_RECORDER_DASHBOARD_TOKEN"
     )
+    if port == "0":
+        found = os.environ["SREFORGE_RECORDER_DASHBOARD_URL_FILE"]
+        return f"dashboard (a free port: 8787 is taken): $(cat {found})?token=$(cat {where})"
     return f"dashboard: http://{host}:{port}/?token=$(cat {where})"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["Loaded", "chromium", "open_page"]
+__all__ = ["NO_CHROMIUM", "Loaded", "chromium", "find_chromium", "open_page"]
 
 _CONSOLE = re.compile(r":CONSOLE[^\]]*\] (.*)$")
 _FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
@@ -26,12 +26,20 @@ class Loaded:
     console: list[str]
 
 
+NO_CHROMIUM = "no chromium on PATH: run scripts/setup (it installs Debian's chromium)"
+
+
+def find_chromium() -> str | None:
+    """The Chromium binary on PATH (`scripts/setup` installs it), if any."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    """The Chromium binary (`scripts/setup` installs it); a visible skip where there is none."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    """The Chromium binary; a visible skip where there is none."""
+    found = find_chromium()
     if found is None:
-        pytest.skip("no chromium on PATH: run scripts/setup (it installs Debian's chromium)")
+        pytest.skip(NO_CHROMIUM)
     return found
 
 

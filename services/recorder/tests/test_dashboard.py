@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
@@ -136,6 +138,31 @@ def test_the_recorders_dashboard_wants_the_token_and_keeps_it_out_of_pages(
     page = httpx.get(base + "/", headers={"Authorization": f"Bearer {TOKEN}"})
     assert page.is_success
     assert TOKEN not in page.text
+
+
+def test_the_recorder_writes_the_url_its_dashboard_took_and_removes_it_when_it_stops(
+    nats_server: NatsServer, settings: RecorderSettings, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """On any free port (as when 8787 is taken) the URL file names the port the dashboard
+    took, without the token, and is gone once the recorder stops."""
+    monkeypatch.delenv("SREFORGE_JUDGE_MODEL", raising=False)
+    url_file = tmp_path / "home" / "dashboard.url"
+    update = {"dashboard_port": 0, "dashboard_token": SecretStr(TOKEN), "bank": False,
+              "dashboard_url_file": url_file}  # fmt: skip
+    engine = Engine(nats_server.url, settings.model_copy(update=update))
+    try:
+        deadline = time.monotonic() + 30
+        while not url_file.is_file():
+            assert time.monotonic() < deadline, "the dashboard never wrote its URL"
+            threading.Event().wait(0.05)
+        url = url_file.read_text().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url), url
+        assert int(url.rsplit(":", 1)[1].strip("/")) != 0
+        assert httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}"}).is_success
+    finally:
+        engine.close()
+    assert not url_file.exists()
 
 
 def test_a_run_in_flight_on_the_recorders_dashboard(

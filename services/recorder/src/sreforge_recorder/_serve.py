@@ -2,7 +2,8 @@
 
 Served only with the operator's token (`RecorderSettings.dashboard_secret`); the URL is
 logged without it. A port taken by another engine is not fatal: the dashboard moves to a
-free port and says so (the recorder's records matter more than its page).
+free port and says so (the recorder's records matter more than its page), and writes the
+URL it listens on to `dashboard_url_file` for clients to find.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import structlog
 import uvicorn
@@ -18,6 +20,7 @@ from sreforge_bus import Bus
 from sreforge_report import create_dashboard
 
 from sreforge_recorder._settings import RecorderSettings
+from sreforge_recorder._store import _write_atomic
 from sreforge_recorder._watch import BusWatch
 
 __all__ = ["serve_dashboard"]
@@ -52,11 +55,15 @@ async def serve_dashboard(settings: RecorderSettings, bus: Bus, stop: asyncio.Ev
     )
     server = _Server(config)
     serving = asyncio.create_task(server.serve(sockets=[sock]), name="recorder-dashboard")
+    url = ""
     try:
         await _started(server, serving)
         host, port = sock.getsockname()[:2]
         loopback = host in {"127.0.0.1", "::1", "localhost"}
-        log.info("recorder.dashboard", url=f"http://{host}:{port}/", loopback=loopback)
+        url = f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+        log.info("recorder.dashboard", url=url, loopback=loopback)
+        if settings.dashboard_url_file is not None:
+            _write_atomic(settings.dashboard_url_file, url + "\n")
         stopped = asyncio.create_task(stop.wait())
         await asyncio.wait([stopped, serving], return_when=asyncio.FIRST_COMPLETED)
         stopped.cancel()
@@ -70,6 +77,15 @@ async def serve_dashboard(settings: RecorderSettings, bus: Bus, stop: asyncio.Ev
         await asyncio.gather(serving, return_exceptions=True)
         await watch.stop()
         sock.close()
+        if url and settings.dashboard_url_file is not None:
+            _forget(settings.dashboard_url_file, url)
+
+
+def _forget(path: Path, url: str) -> None:
+    """Remove the URL file if it still names this dashboard (not another engine's since)."""
+    with contextlib.suppress(OSError):
+        if path.read_text().strip() == url:
+            path.unlink()
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -66,6 +66,9 @@ class RecorderSettings(BaseSettings):
     """The operator's token; else read from `dashboard_token_file`."""
     dashboard_token_file: Path | None = None
     """A 0600 file holding the token (the engine writes `<home>/dashboard.token`)."""
+    dashboard_url_file: Path | None = None
+    """Where the dashboard's URL (without the token) is written once it listens, and removed
+    when it stops: how a client finds the port it took (the engine wires `<home>/dashboard.url`)."""
 
     def dashboard_secret(self) -> str | None:
         """The dashboard's token, or None when none is configured (then it is not served)."""

@@ -91,6 +91,8 @@ class Outcome:
     hits: list[Hit] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     redeployed: bool = False
+    events: list[tuple[str, datetime]] = field(default_factory=list)
+    """Every event of the run, its type and when it occurred, in stream order."""
     logs: dict[str, str] = field(default_factory=dict)
     stop_codes: dict[str, int | None] = field(default_factory=dict)
     outlived: list[str] = field(default_factory=list)
@@ -248,6 +250,7 @@ async def _drive(plan: Plan, services: Services, outcome: Outcome) -> None:
             outcome.hits.append(Hit(fault, at, min(ends) if ends else None))
         kinds = ("CiResult", "Deployed", "Scored", "Recorded", "RunFailed", "CleanedUp")
         outcome.counts = {kind: len(watch.of_type(kind)) for kind in kinds}
+        outcome.events = [(event.type, event.occurred_at) for event in watch.events]
         outcome.redeployed = any(getattr(e, "redeployed", False) for e in watch.of_type("Deployed"))
     finally:
         if cli.returncode is None:

@@ -164,6 +164,30 @@ def test_search_storm_needs_the_library(
         loadgen.profile_named("search-storm", tmp_path / "junk.db")
 
 
+def test_search_suggest_is_the_storm_with_a_cache_buster_on_every_fourth(
+    products: tuple[ModuleType, ModuleType], library: Path
+) -> None:
+    """The same queries as the storm, in the same order; every 4th search also carries the
+    suggestion box's `_` parameter (a distinct value each time), the others only q and limit;
+    the answer check ignores it."""
+    loadgen, _ = products
+    storm = loadgen.profile_named("search-storm", library, 1)
+    suggest = loadgen.profile_named("search-suggest", library, 1)
+    sent = [suggest.request(n)[1] for n in range(400)]
+    assert [p["q"] for p in sent] == [storm.request(n)[1]["q"] for n in range(400)]
+    busted = [p for p in sent if "_" in p]
+    assert len(busted) == 100
+    assert all(set(p) == {"q", "limit", "_"} for p in busted)
+    assert len({p["_"] for p in busted}) == 100
+    assert all(set(p) == {"q", "limit"} for p in sent if "_" not in p)
+    assert suggest.working_set == storm.working_set
+    assert suggest.check is not None
+    empty = b'{"query": "x", "count": 0, "results": []}'
+    assert suggest.check(("/search", sent[3]), empty) == "degraded"
+    with pytest.raises(ValueError, match="--truth-db"):
+        loadgen.profile_named("search-suggest")
+
+
 def test_listing_mix_is_mostly_uncached_reads(products: tuple[ModuleType, ModuleType]) -> None:
     """60 % listing pages, 30 % single books, 10 % recently added; no searches."""
     loadgen, _ = products
@@ -175,7 +199,7 @@ def test_listing_mix_is_mostly_uncached_reads(products: tuple[ModuleType, Module
 def test_unknown_profile_lists_the_known_ones(products: tuple[ModuleType, ModuleType]) -> None:
     """A typo in LOAD_PROFILE fails at start with the valid names."""
     loadgen, _ = products
-    with pytest.raises(ValueError, match="listing-mix, search-storm"):
+    with pytest.raises(ValueError, match="listing-mix, search-storm, search-suggest"):
         loadgen.profile_named("search")
 
 

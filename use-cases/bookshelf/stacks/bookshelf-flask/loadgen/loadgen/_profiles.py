@@ -12,8 +12,11 @@ from ._truth import SEARCH_LIMIT, Verdict, catalogue_editions, open_library
 
 _LISTING_PAGES = 20
 _LIBRARY_SIZE = 20_000
-PROFILE_NAMES = ("listing-mix", "search-storm")
+PROFILE_NAMES = ("listing-mix", "search-storm", "search-suggest")
 DEFAULT_SEED = 1
+SUGGEST_EVERY = 4
+"""In `search-suggest`, every SUGGEST_EVERY-th search comes from the web client's suggestion box."""
+_CACHE_BUSTER_BASE = 1_764_633_600_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,33 +46,44 @@ def _listing_mix(n: int) -> Request:
     return "/books", {"sort": "added", "order": "desc"}
 
 
-def search_storm(searches: SearchSet) -> Profile:
-    """Searches drawn from `searches`, each answer judged against its truth."""
+def search_storm(searches: SearchSet, *, suggest: bool = False) -> Profile:
+    """Searches drawn from `searches`, each answer judged against its truth.
+
+    With `suggest` (profile `search-suggest`), every `SUGGEST_EVERY`-th search is sent the
+    way the web client's suggestion box sends it: with a cache-buster parameter `_` (a
+    millisecond timestamp, here derived from n), which an API must ignore like any
+    parameter it does not know. The query, and so the expected answer, is the same.
+    """
 
     def request(n: int) -> Request:
-        return "/search", {"q": searches.query(n), "limit": str(SEARCH_LIMIT)}
+        params = {"q": searches.query(n), "limit": str(SEARCH_LIMIT)}
+        if suggest and n % SUGGEST_EVERY == SUGGEST_EVERY - 1:
+            params["_"] = str(_CACHE_BUSTER_BASE + 50 * n)
+        return "/search", params
 
     def check(sent: Request, body: bytes) -> Verdict:
         return searches.truth.judge(sent[1]["q"], body)
 
     warm = tuple(("/search", {"q": q, "limit": str(SEARCH_LIMIT)}) for q in searches.warm)
-    return Profile("search-storm", request, warm, check, searches)
+    name = "search-suggest" if suggest else "search-storm"
+    return Profile(name, request, warm, check, searches)
 
 
 def profile_named(name: str, truth_db: Path | None = None, seed: int = DEFAULT_SEED) -> Profile:
     """The profile called `name`; ValueError lists the known ones or names what is missing.
 
-    `search-storm` draws its working set and its expected answers from the library at
-    `truth_db` (read-only, before the first request).
+    `search-storm` and `search-suggest` draw their working set and their expected answers
+    from the library at `truth_db` (read-only, before the first request).
     """
     if name == "listing-mix":
         return Profile("listing-mix", _listing_mix, ())
-    if name == "search-storm":
+    if name in ("search-storm", "search-suggest"):
         if truth_db is None:
-            raise ValueError("profile 'search-storm' needs --truth-db (the seeded library)")
+            raise ValueError(f"profile {name!r} needs --truth-db (the seeded library)")
         conn = open_library(truth_db)
         try:
-            return search_storm(build_search_set(conn, seed, catalogue_editions(truth_db)))
+            searches = build_search_set(conn, seed, catalogue_editions(truth_db))
+            return search_storm(searches, suggest=name == "search-suggest")
         finally:
             conn.close()
     known = ", ".join(PROFILE_NAMES)

@@ -17,14 +17,12 @@ import pytest
 from sreforge_bus import BOOTSTRAP_USER, OPERATOR_USER, BusCredentials, BusError, bootstrap, connect
 from wholerun import (
     DOCKER_LANE,
-    RUN_LIMIT_S,
     SCENARIO,
     TIME_SCALE,
     Run,
     RunPool,
     RunSpec,
     WholeRuns,
-    kill_session,
     open_pool,
     stack_image_inputs_ready,
 )
@@ -201,22 +199,7 @@ def _engine_incident(run: Run) -> None:
             (run.root / "engine-logs.txt").write_text(f"compose up failed: {error}")
             return
         quick_run = ["--agent", "reference", "--time-scale", TIME_SCALE, "--json"]
-        with (run.root / "stderr.log").open("w") as stderr:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "sreforge", "run", SCENARIO, *quick_run],
-                env=project.env,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-                start_new_session=True,
-            )
-            run.pid = proc.pid
-            try:
-                run.stdout, _ = proc.communicate(timeout=RUN_LIMIT_S)
-            except subprocess.TimeoutExpired:
-                kill_session(proc.pid)
-                run.stdout, _ = proc.communicate()
-            run.exit_code = proc.returncode
+        run.follow([sys.executable, "-m", "sreforge", "run", SCENARIO, *quick_run], project.env)
         if run.exit_code != 0:
             logs = project.compose("logs", "--no-color", "--tail", "40", "deployer", "runner")
             (run.root / "engine-logs.txt").write_text(logs)

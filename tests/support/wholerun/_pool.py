@@ -180,11 +180,19 @@ class Run:
         if self.topology != "local":
             argv += ["--topology", self.topology]
         self.started = time.monotonic()
+        if self.follow(argv, self.env()):
+            self.left_at_limit = down_stacks(self.stacks_dir)
+        self.wall_s = time.monotonic() - self.started
+
+    def follow(self, argv: list[str], env: Mapping[str, str]) -> bool:
+        """Run `argv` from the checkout in a session of its own until it exits or
+        `RUN_LIMIT_S` passes (then the session is killed): its pid, stdout and exit code on
+        the run, its stderr in `stderr.log`. True when it was killed at the limit."""
         with (self.root / "stderr.log").open("w") as stderr:
             proc = subprocess.Popen(
                 argv,
                 cwd=REPO,
-                env=self.env(),
+                env=env,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
@@ -193,12 +201,13 @@ class Run:
             self.pid = proc.pid
             try:
                 self.stdout, _ = proc.communicate(timeout=RUN_LIMIT_S)
+                killed = False
             except subprocess.TimeoutExpired:
                 kill_session(proc.pid)
                 self.stdout, _ = proc.communicate()
-                self.left_at_limit = down_stacks(self.stacks_dir)
+                killed = True
             self.exit_code = proc.returncode
-        self.wall_s = time.monotonic() - self.started
+        return killed
 
 
 class Slots:

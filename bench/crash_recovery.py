@@ -9,8 +9,11 @@ them. A case's extra time is its wall minus the median of its agent's controls (
 noisy control does not decide it). Beside it, figures that need no control, read from
 the case's own run (`wholerun._recovery`): the restarted service's start-up, when the
 in-flight work came back (its first redelivery, else the run's next event), and when the
-event ending the phase came. Each wave's rows are printed as it ends (extra against the
-controls so far), the final table at the end (target: ≤ 5 s per single kill).
+event ending the phase came, and how long the firing alert took to reach the engine
+(*alert s*: TriggerFired's `occurred_at - trigger.fired_at`, beside the controls' median; the
+trigger's own figure, since its next event also waits on the alert). Each wave's rows are
+printed as it ends (extra against the controls so far), the final table at the end
+(target: ≤ 5 s per single kill).
 
     python bench/crash_recovery.py [--parallel 2] [--controls 3] [--only deployer@ci,...]
 """
@@ -50,7 +53,7 @@ CASES = (  # the test's faults, the slow agent's cases in one wave
 )
 HEADER = (
     f"{'case':<20} {'wall s':>6} {'ctl med s':>9} {'n':>2} {'extra s':>7} {'start s':>7} "
-    f"{'resumed s':>9} {'phase end s':>11} {'landed':<6} verdict"
+    f"{'resumed s':>9} {'phase end s':>11} {'alert s':>7} {'ctl alert s':>11} {'landed':<6} verdict"
 )
 
 
@@ -65,6 +68,7 @@ class Row:
     landed: bool
     back: float | None
     recovered: Recovery | None
+    alert: float | None
 
 
 def _plan_name(fault: Fault) -> str:
@@ -92,6 +96,7 @@ def _row(fault: Fault, agent: str, outcome: Outcome) -> Row:
         hit is not None and hit.landed,
         hit.back_s if hit else None,
         found,
+        outcome.alert_delay_s,
     )
 
 
@@ -99,7 +104,7 @@ def _shown(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def _line(row: Row, controls: dict[str, list[float]]) -> str:
+def _line(row: Row, controls: dict[str, list[float]], alerts: list[float]) -> str:
     walls = controls.get(row.agent, [])
     control = median(walls)
     extra = None if row.wall is None or control is None else row.wall - control
@@ -108,7 +113,7 @@ def _line(row: Row, controls: dict[str, list[float]]) -> str:
     return (
         f"{row.name:<20} {_shown(row.wall):>6} {_shown(control):>9} {len(walls):>2} "
         f"{_shown(extra):>7} {_shown(start):>7} {_shown(resumed):>9} {_shown(row.back):>11} "
-        f"{row.landed!s:<6} {row.verdict}"
+        f"{_shown(row.alert):>7} {_shown(median(alerts)):>11} {row.landed!s:<6} {row.verdict}"
     )
 
 
@@ -143,6 +148,7 @@ def main() -> int:
     by_plan = {_plan_name(f): (f, agent) for f, agent in cases}
     rows: list[Row] = []
     controls: dict[str, list[float]] = {}
+    alerts: list[float] = []  # the controls' alert delays, every agent
     for number, plans in enumerate(_waves(cases, args.parallel, args.controls), 1):
         base = Path(tempfile.mkdtemp(prefix="runs-"))
         try:
@@ -157,19 +163,21 @@ def main() -> int:
                 walls.append(f"{plan.agent} {_shown(outcome.run.wall_s)}")
                 if outcome.run.wall_s is not None and _verdict(outcome) == "passed":
                     controls.setdefault(plan.agent, []).append(outcome.run.wall_s)
+                if outcome.alert_delay_s is not None:
+                    alerts.append(outcome.alert_delay_s)
             else:
                 done.append(_row(*by_plan[plan.name], outcome))
         rows += done
         print(f"wave {number}: controls {', '.join(walls)}; load {load}", flush=True)
         print(f"  {HEADER}" if done else "  (controls only)", flush=True)
         for row in done:
-            print(f"  {_line(row, controls)}", flush=True)
+            print(f"  {_line(row, controls, alerts)}", flush=True)
     print("\nfinal (extra against the median of all the agent's controls)")
     for agent, times in sorted(controls.items()):
         print(f"controls {agent}: {', '.join(f'{w:.1f}' for w in times)}")
     print(HEADER)
     for row in rows:
-        print(_line(row, controls))
+        print(_line(row, controls, alerts))
     medians = {agent: median(times) for agent, times in controls.items()}
     extras = {row.name: row.wall - m for row in rows
               if row.wall is not None and (m := medians.get(row.agent)) is not None}  # fmt: skip

@@ -74,13 +74,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     config.set_defaults(handler=_bus_config)
 
-    scenarios = verbs.add_parser("scenarios", help="list or validate scenario folders")
-    scenario_verbs = scenarios.add_subparsers(title="scenario commands", metavar="VERB")
-    listing = scenario_verbs.add_parser("list", help="list the scenarios under use-cases/")
-    listing.set_defaults(handler=_scenarios_list)
-    validate = scenario_verbs.add_parser("validate", help="validate scenario manifests")
-    validate.add_argument("path", nargs="?", help="a scenario folder (default: all)")
-    validate.set_defaults(handler=_scenarios_validate)
+    from sreforge._scenarios import add_scenarios_commands
+
+    add_scenarios_commands(verbs)
 
     from sreforge._agents_cli import add_agents_commands
     from sreforge._run_cli import add_run_command
@@ -167,15 +163,3 @@ def _bus_config(args: argparse.Namespace) -> int:
         return 2
     print(path)
     return 0
-
-
-def _scenarios_list(args: argparse.Namespace) -> int:
-    from sreforge._scenarios import list_scenarios
-
-    return list_scenarios()
-
-
-def _scenarios_validate(args: argparse.Namespace) -> int:
-    from sreforge._scenarios import validate_scenarios
-
-    return validate_scenarios(args.path)

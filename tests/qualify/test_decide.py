@@ -142,7 +142,12 @@ def test_arms_for_the_scenario_are_noop_reference_negatives_cheats_baselines() -
         ("negative", "scripted:longer-ttl", 3),
     ]
     assert ("cheat", "scripted:silence-alert", 1) in kinds
-    assert kinds[-1] == ("baseline", "openai", 3)
+    assert kinds[-3] == ("baseline", "openai", 3)
+    assert [(a.label, a.agent, a.trials) for a in arms[-2:]] == [
+        ("noop @ scale 1", "noop", 1),
+        ("reference @ scale 1", "reference", 1),
+    ]
+    assert not any(a.full_scale for a in arms_for(scenario, 3, cheats, (), time_scale=1.0))
     assert len([k for k in kinds if k[0] == "cheat"]) == len(cheats.cheats)
     elsewhere = CheatCatalog(cheats.folder, (("x", ("other-stack",)),))
     assert [a.kind for a in arms_for(scenario, 1, elsewhere, ())].count("cheat") == 0
@@ -178,3 +183,32 @@ def test_an_unknown_scenario_exits_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     """A scenario id that is not under use-cases/ is named, exit 2."""
     assert main(["qualify", "no-such-scenario"]) == 2
     assert "scenario: no scenario 'no-such-scenario'" in capsys.readouterr().err
+
+
+def test_the_time_scale_1_arms_are_judged_on_their_own_campaigns_results() -> None:
+    """noop and reference at time scale 1: missing or wrong there disqualifies, even when
+    the scaled arms all held; right there qualifies."""
+    arms = [
+        *ARMS,
+        Arm("noop", "noop", "fail", 1, True),
+        Arm("reference", "reference", "pass", 1, True),
+    ]
+    scaled = _results(**GOOD)
+    missing = decide("s", arms, scaled, CLEAN)
+    assert missing.reasons == (
+        "noop @ scale 1 noop: 0/1 trials graded",
+        "reference @ scale 1 reference: 0/1 trials graded",
+    )
+    wrong = [Result("noop", "s", 1, "full-noop", "passed", 0.9),
+             Result("reference", "s", 1, "full-ref", "passed", 0.99)]  # fmt: skip
+    assert decide("s", arms, scaled, CLEAN, wrong).reasons == (
+        "noop @ scale 1 noop: 0/1 did not pass",
+    )
+    right = [Result("noop", "s", 1, "full-noop", "failed", 0.0), wrong[1]]
+    good = decide("s", arms, scaled, CLEAN, right)
+    assert good.qualified, good.reasons
+    when = datetime(2026, 12, 1, 20, 30, tzinfo=UTC)
+    text = render_headroom("s", good, "c-1", when, 0.1, "c-2")
+    assert "; the time-scale-1 arms from campaign `c-2`." in text
+    assert "| noop @ scale 1 | `noop` | every trial fails | 1 | failed 1 | yes" in text
+    assert "full-ref |" in text

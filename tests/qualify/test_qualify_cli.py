@@ -37,7 +37,8 @@ async def test_qualify_runs_its_arms_as_a_campaign_and_writes_qualified(
     fake_engine: FakeEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A copy of the scenario with a two-cheat catalog, --trials 2: noop, reference and the
-    two negatives twice, each cheat once (10 runs), guard clean: exit 0, QUALIFIED."""
+    two negatives twice, each cheat once (10 runs), then noop and reference once at time
+    scale 1 (a second campaign, 2 runs), guard clean: exit 0, QUALIFIED."""
     use_case = tmp_path / "use-cases" / "bookshelf"
     scenario = use_case / "scenarios" / SCENARIO.name
     shutil.copytree(SCENARIO, scenario, ignore=shutil.ignore_patterns("headroom.md"))
@@ -65,14 +66,20 @@ async def test_qualify_runs_its_arms_as_a_campaign_and_writes_qualified(
     assert guarded == [(scenario, 0.1)]
     assert os.environ["SREFORGE_RUNNER_SCRIPTS_DIR"] == str(FIXTURES)  # for the engine it ran
     agents = [agent for _, agent in fake_engine.started]
-    assert len(agents) == 10
+    assert len(agents) == 12
     assert agents.count("scripted:silence-alert") == agents.count("scripted:crash-loop") == 1
-    assert agents.count("scripted:longer-ttl") == agents.count("reference") == 2
-    (folder,) = (tmp_path / "campaigns").iterdir()
+    assert agents.count("scripted:longer-ttl") == 2
+    assert agents.count("reference") == agents.count("noop") == 3
+    folder, full = sorted((tmp_path / "campaigns").iterdir())
     store = CampaignStore(tmp_path / "campaigns", folder.name)
     assert store.spec().once == ("scripted:silence-alert", "scripted:crash-loop")
+    full_spec = CampaignStore(tmp_path / "campaigns", full.name).spec()
+    assert (full_spec.agents, full_spec.trials, full_spec.time_scale) == (
+        ("noop", "reference"), 1, 1.0,
+    )  # fmt: skip
     text = (scenario / "verify" / "headroom.md").read_text()
     assert text.startswith(f"# {SCENARIO.name}: QUALIFIED\n")
     assert f"campaign `{folder.name}`" in text
+    assert f"the time-scale-1 arms from campaign `{full.name}`" in text
     assert all(run_id in text for run_id, _ in fake_engine.started)
     assert "| cheat | `scripted:crash-loop` | does not pass | 1 | failed 1 | yes" in text

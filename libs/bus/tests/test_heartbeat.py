@@ -1,4 +1,5 @@
-"""Heartbeats keep a long handler's message; a dead worker's message returns within ack_wait.
+"""Heartbeats keep a long handler's message; a dead worker's message returns within ack_wait;
+a message redelivered while its handler still runs (a stalled loop) is not handled twice.
 
 The first worker runs in its own process, its handler blocked in a thread
 (`asyncio.to_thread`, as the deployer's stages are) for longer than the ack wait; the
@@ -96,3 +97,38 @@ async def _handling(child: asyncio.subprocess.Process) -> None:
     while (line := await child.stdout.readline()) and line.strip() != b"handling":
         pass
     assert line, "the worker process ended before handling the message"
+
+
+@pytest.mark.timeout(60)
+async def test_a_stalled_loop_does_not_get_its_running_message_handled_twice(
+    bus: Bus, make_ping: MakePing, start_worker: StartWorker
+) -> None:
+    """The handler blocks the loop past the ack wait (no in-progress ack can go out), so the
+    server redelivers to the same worker while the handler still runs: handled once, and
+    its one ack settles the message (nothing comes back afterwards)."""
+    ack_wait = 0.5
+    spec = ConsumerSpec("stall", ("sreforge.run.*.test.ping",), ack_wait=ack_wait, max_deliver=5)
+    await bootstrap(bus, [spec])
+    calls: list[int] = []
+    done = asyncio.Event()
+
+    async def handle(event: Any, delivery: Delivery) -> None:
+        calls.append(delivery.num_delivered)
+        if len(calls) == 1:
+            time.sleep(4 * ack_wait)  # noqa: ASYNC251 -- the stall under test: the loop blocked
+            await asyncio.sleep(4 * ack_wait)  # the redelivery arrives meanwhile
+        done.set()
+
+    start_worker(spec, handle)
+    await bus.publish(make_ping(1))
+    await asyncio.wait_for(done.wait(), 20)
+    info = await bus.js.consumer_info(spec.stream, spec.durable)
+    deadline = time.monotonic() + 10
+    while info.num_ack_pending and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        info = await bus.js.consumer_info(spec.stream, spec.durable)
+    deliveries = info.delivered.consumer_seq if info.delivered else 0
+    assert deliveries >= 2, "the stall did not make the server redeliver"
+    assert info.num_ack_pending == 0, "the running handler's ack did not settle the message"
+    await asyncio.sleep(4 * ack_wait)  # the claim under test is "nothing comes back"
+    assert calls == [1], f"handled {len(calls)} times (deliveries {calls})"

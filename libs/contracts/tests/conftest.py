@@ -29,6 +29,7 @@ use_case   = "bookshelf"                # BINDING
 stack      = "local"                    # BINDING
 profile    = "incident"                 # ARCHETYPE
 title      = "Cache stampede on book search under storm load"
+family = "latency"
 difficulty = "easy"
 tags       = ["latency", "cache", "cache-stampede", "thundering-herd"]
 description = """ A neutral paragraph. """

@@ -48,6 +48,7 @@ use_case = "oracle-test"
 stack = "oracle-test-stack"
 profile = "incident"
 title = "Oracle adapter test scenario"
+family = "latency"
 difficulty = "easy"
 
 [expected]

@@ -112,7 +112,7 @@ def _tiny_project(tmp_path: Path, workspace: Path) -> Project:
     (scenario / "verify" / "negative" / "notes-only.patch").write_text(TINY_NEGATIVE)
     (scenario / "scenario.toml").write_text(
         'id = "tiny-slow"\nuse_case = "tiny"\nstack = "tiny"\nprofile = "incident"\n'
-        'title = "Tiny"\ndifficulty = "easy"\n'
+        'title = "Tiny"\nfamily = "latency"\ndifficulty = "easy"\n'
         '[expected]\nalert = "TinySlow"\np99_threshold_seconds = 0.3\np99_promql = "up"\n'
         "[inject]\n"
         '[verify]\npass_threshold = 0.85\nsignals = ["ci_green"]\nweights = { ci_green = 1.0 }\n'

@@ -2,7 +2,9 @@
 
 noop and reference `trials` times each, every negative fixture of `verify/negative/` as
 `scripted:<name>` `trials` times, every integrity cheat of the use case's `cheats.toml`
-that applies to the scenario's stack once, and the baseline agents `trials` times.
+that applies to the scenario's stack once, and the baseline agents `trials` times, all at
+the qualification's time scale; below time scale 1, noop and reference once more each at
+time scale 1 (`FULL_SCALE`: the scenario's real windows, not only their scaled copy).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from sreforge_contracts import Scenario
 
 from sreforge.qualify._errors import QualifyError
 
-__all__ = ["Arm", "CheatCatalog", "arms_for", "load_cheats"]
+__all__ = ["FULL_SCALE", "Arm", "CheatCatalog", "arms_for", "load_cheats"]
+
+FULL_SCALE = 1.0
 
 Expect = Literal["fail", "pass", "not-pass", "headroom"]
 _FIXTURE_SUFFIXES = (".patch", ".sh")
@@ -30,6 +34,13 @@ class Arm:
     agent: str
     expect: Expect
     trials: int
+    full_scale: bool = False
+    """Runs at time scale 1 (its own campaign), not at the qualification's scale."""
+
+    @property
+    def label(self) -> str:
+        """The arm's kind as the evidence table shows it (`noop @ scale 1`)."""
+        return f"{self.kind} @ scale 1" if self.full_scale else self.kind
 
 
 @dataclass(frozen=True)
@@ -74,10 +85,14 @@ def negative_fixtures(scenario: Scenario) -> list[str]:
 
 
 def arms_for(
-    scenario: Scenario, trials: int, cheats: CheatCatalog | None, baselines: tuple[str, ...]
+    scenario: Scenario,
+    trials: int,
+    cheats: CheatCatalog | None,
+    baselines: tuple[str, ...],
+    time_scale: float = 0.1,
 ) -> list[Arm]:
-    """Every arm of the qualification of `scenario`; `QualifyError` names a clash (a
-    baseline listed twice or also one of the harness's own agents)."""
+    """Every arm of the qualification of `scenario` at `time_scale`; `QualifyError` names a
+    clash (a baseline listed twice or also one of the harness's own agents)."""
     arms = [Arm("noop", "noop", "fail", trials), Arm("reference", "reference", "pass", trials)]
     arms += [Arm("negative", f"scripted:{n}", "fail", trials) for n in negative_fixtures(scenario)]
     if cheats is not None and scenario.manifest.profile == "incident":
@@ -92,4 +107,10 @@ def arms_for(
         if agent in seen:
             raise QualifyError(f"--baseline: {agent!r} is listed twice or is a harness arm")
         seen[agent] = Arm("baseline", agent, "headroom", trials)
-    return list(seen.values())
+    full: list[Arm] = []
+    if time_scale < FULL_SCALE:
+        full = [
+            Arm("noop", "noop", "fail", 1, full_scale=True),
+            Arm("reference", "reference", "pass", 1, full_scale=True),
+        ]
+    return list(seen.values()) + full

@@ -1,8 +1,9 @@
 """`sreforge qualify <scenario>`: the scenario's qualification, run as one campaign.
 
-The arms (`_arms`) become one campaign (the cheats as its `once` agents), run by the
-campaign loop as `sreforge campaign` runs it; then `sreforge guard`; `_decide` judges the
-results and `verify/headroom.md` gets the verdict and its evidence.
+The arms (`_arms`) at the qualification's time scale become one campaign (the cheats as
+its `once` agents), run by the campaign loop as `sreforge campaign` runs it; the
+time-scale-1 arms a second one; then `sreforge guard`; `_decide` judges the results and
+`verify/headroom.md` gets the verdict and its evidence.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sreforge_contracts import ContractError, load_scenario
 from sreforge.campaign._errors import CampaignError
 from sreforge.campaign._spec import CampaignSpec
 from sreforge.campaign._store import CampaignSettings, CampaignStore, new_campaign_id
-from sreforge.qualify._arms import arms_for, load_cheats
+from sreforge.qualify._arms import FULL_SCALE, Arm, arms_for, load_cheats
 from sreforge.qualify._decide import GuardOutcome, decide
 from sreforge.qualify._errors import QualifyError
 from sreforge.qualify._render import render_headroom
@@ -84,36 +85,59 @@ def qualify_command(args: argparse.Namespace) -> int:
     except (ValueError, ContractError) as error:
         raise QualifyError(f"scenario: {error}") from None
     cheats = load_cheats(scenario.path.parent.parent)
-    arms = arms_for(scenario, args.trials, cheats, tuple(args.baseline))
+    arms = arms_for(scenario, args.trials, cheats, tuple(args.baseline), args.time_scale)
+    scaled = [arm for arm in arms if not arm.full_scale]
     if cheats is not None:  # the engine this command starts finds them (docs/qualify.md)
         os.environ.setdefault("SREFORGE_RUNNER_SCRIPTS_DIR", str(cheats.folder))
     try:
         spec = CampaignSpec(
-            scenarios=(scenario.id,), agents=tuple(arm.agent for arm in arms),
+            scenarios=(scenario.id,), agents=tuple(arm.agent for arm in scaled),
             trials=args.trials, time_scale=args.time_scale, concurrency=args.concurrency,
-            once=tuple(arm.agent for arm in arms if arm.trials == 1 and arm.kind == "cheat"),
+            once=tuple(arm.agent for arm in scaled if arm.trials == 1 and arm.kind == "cheat"),
         )  # fmt: skip
     except ValueError as error:
         raise QualifyError(f"qualify {scenario.id}: {error}") from None
     store = CampaignStore(CampaignSettings().dir, new_campaign_id())
-    print(f"qualify {scenario.id}: {len(arms)} arms as campaign {store.campaign_id}",
+    print(f"qualify {scenario.id}: {len(scaled)} arms as campaign {store.campaign_id}",
           file=sys.stderr, flush=True)  # fmt: skip
-    interrupted = _campaign(store, spec)
-    if interrupted:
+    if _campaign(store, spec):
         print(f"qualify: interrupted; nothing written (campaign {store.campaign_id})",
               file=sys.stderr)  # fmt: skip
         return 130
+    full = _full_scale(scenario.id, [arm for arm in arms if arm.full_scale], args.concurrency)
+    if full is not None and _campaign(full[0], full[1]):
+        print(f"qualify: interrupted; nothing written (campaign {full[0].campaign_id})",
+              file=sys.stderr)  # fmt: skip
+        return 130
     guard = run_guard(scenario.path, args.time_scale)
-    decision = decide(scenario.id, arms, store.results(), guard)
+    full_results = full[0].results() if full is not None else []
+    decision = decide(scenario.id, arms, store.results(), guard, full_results)
     text = render_headroom(
-        scenario.id, decision, store.campaign_id, datetime.now(UTC), args.time_scale
-    )
+        scenario.id, decision, store.campaign_id, datetime.now(UTC), args.time_scale,
+        full[0].campaign_id if full is not None else None,
+    )  # fmt: skip
     target = scenario.verify_dir / "headroom.md"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text)
     print(text)
     print(f"qualify: wrote {target}", file=sys.stderr)
     return 0 if decision.qualified else 1
+
+
+def _full_scale(
+    scenario: str, arms: list[Arm], concurrency: int
+) -> tuple[CampaignStore, CampaignSpec] | None:
+    """The time-scale-1 arms' campaign (one trial each, side by side), if there are any."""
+    if not arms:
+        return None
+    spec = CampaignSpec(
+        scenarios=(scenario,), agents=tuple(arm.agent for arm in arms), trials=1,
+        time_scale=FULL_SCALE, concurrency=min(concurrency, len(arms)),
+    )  # fmt: skip
+    store = CampaignStore(CampaignSettings().dir, new_campaign_id())
+    print(f"qualify {scenario}: {len(arms)} arms at time scale 1 as campaign "
+          f"{store.campaign_id}", file=sys.stderr, flush=True)  # fmt: skip
+    return store, spec
 
 
 def _campaign(store: CampaignStore, spec: CampaignSpec) -> bool:

@@ -1,7 +1,8 @@
 """Whether a scenario is QUALIFIED: a pure function of its campaign's results and the guard.
 
 Rules (docs/qualify.md), each of which alone disqualifies:
-- an arm with fewer graded trials than planned (missing, `error` or `aborted`: no evidence);
+- an arm with fewer graded trials than planned (missing, `error` or `aborted`: no evidence;
+  this includes the time-scale-1 noop and reference when they were not run);
 - noop or a negative fixture that passed a trial (they must fail every one);
 - the reference that did not pass every trial;
 - an integrity cheat that passed;
@@ -83,13 +84,19 @@ def _evidence(arm: Arm, scenario: str, results: list[Result]) -> ArmEvidence:
 
 
 def decide(
-    scenario: str, arms: Iterable[Arm], results: Iterable[Result], guard: GuardOutcome
+    scenario: str,
+    arms: Iterable[Arm],
+    results: Iterable[Result],
+    guard: GuardOutcome,
+    full_scale: Iterable[Result] = (),
 ) -> Decision:
-    """The qualification of `scenario` from the last result of every trial and the guard."""
+    """The qualification of `scenario` from the last result of every trial (`full_scale`:
+    the time-scale-1 campaign's) and the guard."""
     last = list({r.key: r for r in results}.values())
+    last_full = list({r.key: r for r in full_scale}.values())
     arms = list(arms)
-    rows = tuple(_evidence(arm, scenario, last) for arm in arms)
-    reasons = [f"{row.arm.kind} {row.arm.agent}: {row.why}" for row in rows if not row.held]
+    rows = tuple(_evidence(arm, scenario, last_full if arm.full_scale else last) for arm in arms)
+    reasons = [f"{row.arm.label} {row.arm.agent}: {row.why}" for row in rows if not row.held]
     if not any(arm.kind == "negative" for arm in arms):
         reasons.append("negative: the scenario has no negative fixture in verify/negative/")
     if guard.clean is not True:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
+from pathlib import Path
 
 from sreforge.qualify._decide import HEADROOM_LIMIT, ArmEvidence, Decision
 
-__all__ = ["render_headroom"]
+__all__ = ["qualification_of", "render_headroom"]
 
 _EXPECT = {"fail": "every trial fails", "pass": "every trial passes",
            "not-pass": "does not pass", "headroom": f"median score < {HEADROOM_LIMIT}"}  # fmt: skip
@@ -17,16 +19,27 @@ def _counts(row: ArmEvidence) -> str:
 
 
 def render_headroom(
-    scenario: str, decision: Decision, campaign_id: str, when: datetime, time_scale: float
+    scenario: str,
+    decision: Decision,
+    campaign_id: str,
+    when: datetime,
+    time_scale: float,
+    full_scale_campaign: str | None = None,
 ) -> str:
-    """The file's text: verdict, evidence table, headroom, guard, campaign id, date, scale."""
+    """The file's text: verdict, evidence table, headroom, guard, campaign ids, date, scale."""
     verdict = "QUALIFIED" if decision.qualified else "DISQUALIFIED"
+    full = (
+        f"; the time-scale-1 arms from campaign `{full_scale_campaign}`"
+        if full_scale_campaign
+        else ""
+    )
     lines = [
         f"# {scenario}: {verdict}",
         "",
         f"Written by `sreforge qualify {scenario}` from campaign `{campaign_id}` on "
         f"{when.strftime('%Y-%m-%d %H:%M UTC')} at time scale {time_scale:g}"
-        + (" (smoke verdicts)." if time_scale < 1 else "."),
+        + (" (smoke verdicts)" if time_scale < 1 else "")
+        + f"{full}.",
         "",
     ]
     if decision.reasons:
@@ -41,7 +54,7 @@ def render_headroom(
         if row.arm.kind == "baseline":
             continue
         lines.append(
-            f"| {row.arm.kind} | `{row.arm.agent}` | {_EXPECT[row.arm.expect]} | {row.arm.trials}"
+            f"| {row.arm.label} | `{row.arm.agent}` | {_EXPECT[row.arm.expect]} | {row.arm.trials}"
             f" | {_counts(row)} | {'yes' if row.held else 'NO'}: {row.why}"
             f" | {' '.join(row.run_ids) or '—'} |"
         )
@@ -59,3 +72,17 @@ def render_headroom(
                 f" | {'yes' if row.held else 'NO'}: {row.why} | {' '.join(row.run_ids) or '—'} |"
             )
     return "\n".join(lines) + "\n"
+
+
+_VERDICT_LINE = re.compile(r"^# \S+: (QUALIFIED|DISQUALIFIED)$")
+
+
+def qualification_of(headroom: Path) -> str:
+    """What a scenario's `verify/headroom.md` says: QUALIFIED or DISQUALIFIED (its first
+    line, as `render_headroom` writes it), or `not qualified` without one."""
+    try:
+        first = headroom.read_text(encoding="utf-8").splitlines()[:1]
+    except (OSError, UnicodeDecodeError):
+        return "not qualified"
+    found = _VERDICT_LINE.match(first[0]) if first else None
+    return found.group(1) if found else "not qualified"

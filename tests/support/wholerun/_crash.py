@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sreforge_bus import Bus, connect
+from sreforge_contracts import TriggerFired
 from sreforge_oracle import RunJournal
 
 from ._pool import REPO, RUN_LIMIT_S, SCENARIO, SCENARIO_PARTS, TIME_SCALE, Run, kill_session
@@ -93,6 +94,9 @@ class Outcome:
     redeployed: bool = False
     events: list[tuple[str, datetime]] = field(default_factory=list)
     """Every event of the run, its type and when it occurred, in stream order."""
+    alert_delay_s: float | None = None
+    """From the alert firing at its source (`fired_at`) to the trigger publishing it (the
+    first TriggerFired's `occurred_at`)."""
     logs: dict[str, str] = field(default_factory=dict)
     stop_codes: dict[str, int | None] = field(default_factory=dict)
     outlived: list[str] = field(default_factory=list)
@@ -251,6 +255,11 @@ async def _drive(plan: Plan, services: Services, outcome: Outcome) -> None:
         kinds = ("CiResult", "Deployed", "Scored", "Recorded", "RunFailed", "CleanedUp")
         outcome.counts = {kind: len(watch.of_type(kind)) for kind in kinds}
         outcome.events = [(event.type, event.occurred_at) for event in watch.events]
+        fired = [event for event in watch.events if isinstance(event, TriggerFired)]
+        if fired:  # published by the trigger as the notification reached it
+            outcome.alert_delay_s = (
+                fired[0].occurred_at - fired[0].trigger.fired_at
+            ).total_seconds()
         outcome.redeployed = any(getattr(e, "redeployed", False) for e in watch.of_type("Deployed"))
     finally:
         if cli.returncode is None:

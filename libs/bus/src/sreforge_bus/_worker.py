@@ -89,6 +89,10 @@ class Worker(Generic[T]):
     parsed; `None` leaves the limit to the handler (the correlator answers an oversize
     `run.start` itself). A dead letter never outgrows the server's max payload: when the
     original body would not fit, it is left out and `Sreforge-Body-Dropped` gives its size.
+
+    A message redelivered while its handler still runs here (a stalled loop let its ack
+    wait lapse between in-progress acks) is not handled twice: the running handler keeps
+    it, and its ack settles the message for every delivery.
     """
 
     def __init__(
@@ -112,6 +116,7 @@ class Worker(Generic[T]):
         self._max_bytes = max_bytes
         self._held = held
         self._in_flight: set[asyncio.Task[None]] = set()
+        self._handling: set[int] = set()
         self._backlog: deque[Msg] = deque()
         self._feed: PullFeed | None = None
         self._stopping = False
@@ -214,6 +219,24 @@ class Worker(Generic[T]):
 
     async def _process(self, msg: Msg) -> None:
         delivery = Delivery.from_msg(msg)
+        if delivery.stream_seq in self._handling:
+            # JetStream keys a pending message by its stream sequence: the running
+            # handler's in-progress acks and ack cover this delivery too.
+            self._log.warning(
+                "message redelivered while still handled here; the running handler keeps it",
+                subject=delivery.subject,
+                run_id=run_of_subject(delivery.subject),
+                seq=delivery.stream_seq,
+                attempt=delivery.num_delivered,
+            )
+            return
+        self._handling.add(delivery.stream_seq)
+        try:
+            await self._process_once(msg, delivery)
+        finally:
+            self._handling.discard(delivery.stream_seq)
+
+    async def _process_once(self, msg: Msg, delivery: Delivery) -> None:
         if delivery.num_delivered > self._spec.max_deliver:
             await self._dead_letter(msg, delivery, "delivery limit reached before handling")
             return

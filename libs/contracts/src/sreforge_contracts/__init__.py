@@ -71,6 +71,12 @@ from sreforge_contracts._ids import (
     check_scenario_id,
     new_run_id,
 )
+from sreforge_contracts._layout import (
+    MIN_NEGATIVES,
+    ROOT_CAUSE_HEADING,
+    SCAFFOLD_MARK,
+    layout_problems,
+)
 from sreforge_contracts._limits import MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, check_message
 from sreforge_contracts._manifest import (
     Determinism,
@@ -159,7 +165,9 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_MESSAGE_BYTES",
     "MAX_STDERR_LINES",
+    "MIN_NEGATIVES",
     "RECORD_VERSION",
+    "ROOT_CAUSE_HEADING",
     "RUNS_BUCKET",
     "RUN_EVENTS_SUBJECTS",
     "RUN_EVENTS_WILDCARD",
@@ -167,6 +175,7 @@ __all__ = [
     "RUN_PHASES",
     "RUN_START_SUBJECT",
     "SANDBOX_PROBE",
+    "SCAFFOLD_MARK",
     "SCENARIO_ID_PATTERN",
     "STREAM_NAME",
     "STREAM_SUBJECTS",
@@ -270,6 +279,7 @@ __all__ = [
     "discover_scenarios",
     "find_leaks",
     "find_scenario",
+    "layout_problems",
     "load_manifest",
     "load_scenario",
     "load_scenario_env",

@@ -171,6 +171,9 @@ class ScenarioManifest(Contract):
     stack: str = Field(min_length=1)
     profile: Profile
     title: str = Field(min_length=1)
+    family: str = Field(pattern=r"^[a-z][a-z0-9-]{0,39}$")
+    """The incident family (`latency`, `errors`, `saturation`, `retry-amplification`, ...):
+    what kind of failure it is, for the catalog and for comparing agents by kind."""
     difficulty: Literal["easy", "medium", "hard"]
     tags: list[str] = Field(default_factory=list)
     description: str = ""

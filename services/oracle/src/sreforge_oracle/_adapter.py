@@ -50,12 +50,11 @@ Log = structlog.stdlib.BoundLogger
 SUBMITTED_CONSUMER = ConsumerSpec("oracle-submitted", ("sreforge.run.*.Submitted",))
 CI_CONSUMER = ConsumerSpec("oracle-ci", ("sreforge.run.*.CiResult",))
 BRIEF_CONSUMER = ConsumerSpec("oracle-brief", ("sreforge.run.*.BriefReady",))
-DEPLOYED_CONSUMER = ConsumerSpec(
-    "oracle-deployed", ("sreforge.run.*.Deployed",), max_deliver=10, ack_wait=10
-)
-"""Grading holds its Deployed for minutes (kept alive while running); after a crash it
-comes back within `ack_wait`, and a stop hands it back at once. Every hand-back counts
-as a delivery, hence the larger budget."""
+DEPLOYED_CONSUMER = ConsumerSpec("oracle-deployed", ("sreforge.run.*.Deployed",), max_deliver=10)
+"""Grading holds its Deployed for minutes (kept alive by in-progress acks); after a crash
+it comes back within the default ack wait (5 s), and a stop hands it back at once. Every
+hand-back counts as a delivery (a stalled loop's redelivery to the grading worker is
+absorbed, not graded twice), hence the larger budget."""
 
 
 class Oracle:

@@ -110,7 +110,10 @@ def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> GuardScan
     _progress("scanning ...")
     started = time.monotonic()
     tells = Tells.for_run(
-        scenario.id, brief.contract.eval_only.alert_to_clear, state.expected_alert
+        scenario.id,
+        brief.contract.eval_only.alert_to_clear,
+        state.expected_alert,
+        runtime_override=scenario.env.runtime_override if scenario.env else None,
     )
     scan = guard_scan(
         tells, page=brief.page, workspace=workspace, endpoints=endpoints, sandbox=sandbox

@@ -45,7 +45,8 @@ def deliver_at_arm(
     if mode in _RECENT_MODES:
         if built is not None and workspace.head() != built:
             return ArmDelivery(fault_commit=workspace.head(), restart=True)
-        created = workspace.deliver_recent(setup.inject_patches)
+        deliver = workspace.deliver_series if mode == "multi-commit" else workspace.deliver_recent
+        created = deliver(setup.inject_patches)
         return ArmDelivery(fault_commit=created[-1] if created else None, restart=True)
     if mode == "arm-runtime-notrace":
         return ArmDelivery(runtime_env=dict(setup.runtime_env), restart=True)

@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
+from itertools import pairwise
 from pathlib import Path
 
 from sreforge_git import GitError, git
@@ -144,7 +145,7 @@ class Workspace:
         stamped = [self._patch_date(patch) for patch in patches]
         spread = [stamped[-1] - when for when in stamped] if stamped else []
         head = datetime.fromisoformat(self.git("log", "-1", "--format=%cI"))
-        ordered = all(a > b for a, b in zip(spread, spread[1:], strict=False))
+        ordered = all(a > b for a, b in pairwise(spread))
         if not ordered or (spread and now - spread[0] <= head):
             return self.deliver_recent(patches, now)
         return self.apply_mailbox(patches, [(now - back).isoformat() for back in spread])

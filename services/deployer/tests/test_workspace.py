@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from sreforge_deployer import Workspace, WorkspaceError
+from sreforge_deployer._delivery import deliver_at_arm
 from sreforge_deployer._history import SETUP_BAKED_TAIL
+from sreforge_deployer._spec import ScenarioSetup
 from sreforge_deployer._workspace import source_files
 
 from .conftest import BOOKSHELF, STAMPEDE
@@ -111,6 +113,76 @@ def test_multi_commit_delivery_keeps_order_and_increasing_dates(
         "Require two characters for a query",
         "Cap the page size at 200",
     ]
+
+
+def _redated(series: list[Path], dates: list[str], dest: Path) -> list[Path]:
+    """Copies of `series` whose `Date:` headers read `dates` (as a mailer would stamp them)."""
+    dest.mkdir()
+    out = []
+    for patch, date in zip(series, dates, strict=True):
+        text = re.sub(r"(?m)^Date: .*$", f"Date: {date}", patch.read_text(), count=1)
+        (dest / patch.name).write_text(text)
+        out.append(dest / patch.name)
+    return out
+
+
+def test_multi_commit_series_lands_as_far_apart_as_its_patches_are_dated(
+    tmp_path: Path, change_series: list[Path]
+) -> None:
+    """multi-commit: two deploys 5 days 6 hours apart in the patches' `Date:` headers become
+    two commits that far apart, the older first, the recent one at the arm time, both
+    in the tree and after the history."""
+    series = _redated(
+        change_series,
+        ["Thu, 26 Nov 2026 09:12:40 +0100", "Tue, 1 Dec 2026 15:12:40 +0100"],
+        tmp_path / "dated",
+    )
+    workspace = Workspace.build(APP, tmp_path / "ws")
+    history_end = _dates(workspace)[-1]
+    armed = datetime.now(UTC)
+    setup = ScenarioSetup(
+        scenario_id="two-deploys", directory=tmp_path, stack_dir=tmp_path,
+        delivery_mode="multi-commit", load_profile="search-storm", load_rate="0",
+        inject_patches=series,
+    )  # fmt: skip
+    delivery = deliver_at_arm(setup, workspace)
+    assert delivery.fault_commit == workspace.head()
+    assert delivery.restart
+    older, recent = _dates(workspace)[-2:]
+    assert recent - older == timedelta(days=5, hours=6)
+    assert abs(recent - armed) < timedelta(minutes=1)
+    assert history_end < older
+    assert workspace.git("log", "-2", "--format=%s").splitlines() == [
+        "Require two characters for a query",
+        "Cap the page size at 200",
+    ]
+    committed = [
+        datetime.fromisoformat(d) for d in workspace.git("log", "-2", "--format=%cI").split()
+    ]
+    assert committed == [recent, older]
+    tree = workspace.path / "bookshelf"
+    assert "MAX_PAGE_SIZE = 200" in (tree / "config.py").read_text()
+    assert "MIN_QUERY_LENGTH = 2" in (tree / "validation.py").read_text()
+
+
+@pytest.mark.parametrize(
+    "dates",
+    [
+        ["Tue, 1 Dec 2026 15:12:40 +0100", "Thu, 26 Nov 2026 09:12:40 +0100"],
+        ["Tue, 1 Dec 2026 15:12:40 +0100", "Sat, 1 Dec 2029 15:12:40 +0100"],
+    ],
+    ids=["decreasing", "reaching-past-the-history"],
+)
+def test_multi_commit_series_out_of_order_falls_back_to_minutes_apart(
+    tmp_path: Path, change_series: list[Path], dates: list[str]
+) -> None:
+    """A series dated backwards, or spread so wide the older commit would predate HEAD,
+    lands minutes apart ending now: the history never reads out of order."""
+    workspace = Workspace.build(APP, tmp_path / "ws")
+    workspace.deliver_series(_redated(change_series, dates, tmp_path / "dated"))
+    dates_seen = _dates(workspace)
+    assert dates_seen == sorted(dates_seen)
+    assert dates_seen[-1] - dates_seen[-2] == timedelta(minutes=9)
 
 
 def test_a_patch_that_does_not_apply_is_a_clear_error(tmp_path: Path) -> None:

@@ -69,7 +69,8 @@ def deliver_at_arm(
         return ArmDelivery(runtime_env=runtime_env, restart=True)
     if built is not None and workspace.head() != built:
         return ArmDelivery(fault_commit=workspace.head(), runtime_env=runtime_env, restart=True)
-    created = workspace.deliver_recent(recent)
+    deliver = workspace.deliver_series if mode == "multi-commit" else workspace.deliver_recent
+    created = deliver(recent)
     return ArmDelivery(
         fault_commit=created[-1] if created else None, runtime_env=runtime_env, restart=True
     )

@@ -6,6 +6,8 @@ import fnmatch
 import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from itertools import pairwise
 from pathlib import Path
 
 from sreforge_git import GitError, git
@@ -27,7 +29,7 @@ _IGNORED_PARTS = {
     ".git",
 }
 _IGNORED_SUFFIXES = (".pyc", ".pyo", ".db", ".sqlite", ".sqlite3", ".egg-info")
-# Spacing of the commits a multi-commit delivery mints, ending at the arm time.
+# Spacing of the commits one recent deploy mints, ending at the arm time.
 _RECENT_SPACING = timedelta(minutes=9)
 
 
@@ -131,6 +133,23 @@ class Workspace:
         dates = [(now - _RECENT_SPACING * (count - 1 - i)).isoformat() for i in range(count)]
         return self.apply_mailbox(patches, dates)
 
+    def deliver_series(self, patches: Sequence[Path], now: datetime | None = None) -> list[str]:
+        """Apply patches as deploys of their own: spaced as their `Date:` headers are, the
+        last dated `now`, the first after the current HEAD (multi-commit).
+
+        A series dated days apart lands days apart, ending at the arm time. Dates that do
+        not increase along the series, or a spread reaching back past HEAD, fall back to
+        `deliver_recent`'s spacing, so the history always reads in order.
+        """
+        now = now or datetime.now(UTC).astimezone()
+        stamped = [self._patch_date(patch) for patch in patches]
+        spread = [stamped[-1] - when for when in stamped] if stamped else []
+        head = datetime.fromisoformat(self.git("log", "-1", "--format=%cI"))
+        ordered = all(a > b for a, b in pairwise(spread))
+        if not ordered or (spread and now - spread[0] <= head):
+            return self.deliver_recent(patches, now)
+        return self.apply_mailbox(patches, [(now - back).isoformat() for back in spread])
+
     def apply_diff(self, patch: Path, message: str, author: Author) -> str:
         """`git apply` a plain diff and commit it as `author` now; return the commit id."""
         self.git("apply", "--index", str(patch.resolve()))
@@ -173,6 +192,19 @@ class Workspace:
                 name, _, email = line.removeprefix("From: ").partition("<")
                 return Author(name.strip().strip('"'), email.rstrip(">").strip())
         raise WorkspaceError(f"patch {patch} has no `From: Name <email>` header (git format-patch)")
+
+    def _patch_date(self, patch: Path) -> datetime:
+        try:
+            text = patch.read_text(errors="replace")
+        except FileNotFoundError as error:
+            raise WorkspaceError(f"patch {patch} not found") from error
+        for line in text.splitlines():
+            if line.startswith("Date: "):
+                try:
+                    return parsedate_to_datetime(line.removeprefix("Date: "))
+                except (TypeError, ValueError):
+                    break
+        raise WorkspaceError(f"patch {patch} has no RFC 2822 `Date:` header (git format-patch)")
 
     def _head_author(self) -> Author:
         name, email = self.git("log", "-1", "--format=%an%x00%ae").split("\x00")

@@ -135,6 +135,12 @@ def test_a_real_book_served_for_every_query_is_never_ok(storm: Any) -> None:
         (lambda a: a["results"][1].pop("metadata"), "degraded"),
         (lambda a: (a["results"].pop(), a.update(count=1)), "degraded"),
         (lambda a: (a["results"].clear(), a.update(count=0)), "degraded"),
+        (
+            lambda a: a["results"][0].update(current_page=a["results"][0]["current_page"] + 1),
+            "wrong",
+        ),
+        (lambda a: a["results"][0].update(current_page=None), "degraded"),
+        (lambda a: a["results"][1].pop("current_page"), "degraded"),
         (lambda a: a["results"][0].update(status="want", rating=5), "ok"),
     ],
     ids=[
@@ -153,6 +159,9 @@ def test_a_real_book_served_for_every_query_is_never_ok(storm: Any) -> None:
         "missing-metadata",
         "fewer-hits",
         "no-hits",
+        "another-current-page",
+        "null-current-page",
+        "missing-current-page",
         "reader-fields-may-change",
     ],
 )
@@ -160,7 +169,7 @@ def test_answers_that_disagree_are_wrong_and_short_ones_degraded(
     storm: Any, change: Any, result: str
 ) -> None:
     """`dune` finds Dune and Dune Messiah: any altered value, order or count is wrong; a
-    correct answer with less in it (fewer hits, null metadata) is degraded."""
+    correct answer with less in it (fewer hits, null metadata or page) is degraded."""
     answer = true_answer(storm, "dune")
     assert answer["count"] == 2
     change(answer)

@@ -100,6 +100,15 @@ DEFAULT_HISTORY: tuple[HistoryCommit, ...] = (
         ("gunicorn.conf.py",),
     ),
     HistoryCommit(
+        _MAYA,
+        "2026-11-04T15:09:31+00:00",
+        "Show reading progress in search; schema changes become numbered migrations\n\n"
+        "The e-reader apps sync progress into reading_progress; search shows each hit's\n"
+        "current page. The schema moves from db.py into bookshelf/migrations/, applied in\n"
+        "order at start-up and recorded in schema_migrations.",
+        ("bookshelf/migrat*", "tests/test_migrat*", "tests/test_progress*"),
+    ),
+    HistoryCommit(
         _DANIEL,
         "2026-11-10T10:48:26+01:00",
         "Document configuration and local setup",

@@ -1,4 +1,8 @@
-"""SQLite access: schema, a per-request connection and the queries the routes use."""
+"""SQLite access: a per-request connection and the queries the routes use.
+
+The schema lives in numbered migrations (`bookshelf/migrations/`, applied by
+`bookshelf.migrate` when the app or the seed opens the database).
+"""
 
 from __future__ import annotations
 
@@ -7,27 +11,15 @@ from typing import Any
 
 from flask import Flask, current_app, g
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS books (
-    id             INTEGER PRIMARY KEY,
-    isbn           TEXT NOT NULL UNIQUE,
-    title          TEXT NOT NULL,
-    title_key      TEXT NOT NULL,
-    author         TEXT NOT NULL,
-    author_key     TEXT NOT NULL,
-    published_year INTEGER,
-    pages          INTEGER,
-    status         TEXT NOT NULL DEFAULT 'want',
-    rating         INTEGER,
-    added_at       TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS ix_books_title_key ON books (title_key);
-CREATE INDEX IF NOT EXISTS ix_books_author_key ON books (author_key, title_key);
-CREATE INDEX IF NOT EXISTS ix_books_added_at ON books (added_at);
-"""
+from .migrate import migrate
 
 COLUMNS = ("id", "isbn", "title", "author", "published_year", "pages", "status", "rating",
            "added_at")  # fmt: skip
+CURRENT_PAGE = (
+    "SELECT p.page FROM reading_progress p WHERE p.book_id = books.id "
+    "ORDER BY p.logged_at DESC, p.id DESC LIMIT 1"
+)
+"""The page a book's reader is on: its latest progress entry (a correlated subquery)."""
 SORTS = {
     "title": "title_key",
     "author": "author_key",
@@ -45,9 +37,8 @@ def connect(path: str) -> sqlite3.Connection:
 
 
 def init_schema(conn: sqlite3.Connection) -> None:
-    """Create tables and indexes when missing."""
-    conn.executescript(SCHEMA)
-    conn.commit()
+    """Bring the schema up to date: apply the migrations this database has not had."""
+    migrate(conn)
 
 
 def get_db() -> sqlite3.Connection:
@@ -59,7 +50,7 @@ def get_db() -> sqlite3.Connection:
 
 
 def init_db(app: Flask) -> None:
-    """Ensure the schema exists and close request connections at teardown."""
+    """Migrate the schema and close request connections at teardown."""
     with connect(app.config["SETTINGS"].db_path) as conn:
         init_schema(conn)
 
@@ -91,14 +82,15 @@ def list_books(
 
 
 def find_by_title_prefix(conn: sqlite3.Connection, prefix: str, limit: int) -> list[dict[str, Any]]:
-    """Books whose title starts with `prefix` (case-insensitive), title order."""
+    """Books whose title starts with `prefix` (case-insensitive), title order, each with
+    `current_page`: the page of its latest reading-progress entry (None if never read)."""
     key = prefix.lower()
     rows = conn.execute(
-        f"SELECT {', '.join(COLUMNS)} FROM books "
+        f"SELECT {', '.join(COLUMNS)}, ({CURRENT_PAGE}) AS current_page FROM books "
         "WHERE title_key >= ? AND title_key < ? ORDER BY title_key, id LIMIT ?",
         (key, key + "\uffff", limit),
     ).fetchall()
-    return [row_to_book(row) for row in rows]
+    return [{**row_to_book(row), "current_page": row["current_page"]} for row in rows]
 
 
 def get_book(conn: sqlite3.Connection, book_id: int) -> dict[str, Any] | None:

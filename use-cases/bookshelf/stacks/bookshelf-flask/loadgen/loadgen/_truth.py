@@ -5,8 +5,10 @@ title search (`app/bookshelf/db.py::find_by_title_prefix`, called by `search.py`
 `q` stripped and the `limit` sent, here always `SEARCH_LIMIT`): titles whose lower-cased
 form starts with the lower-cased query, ordered by that key then id, at most `limit`.
 The definition is restated here on purpose: the load never imports the service's code.
-Each hit's metadata is the edition the metadata service serves for its ISBN, from that
-service's own catalogue.
+Each hit's `current_page` is the page of the book's latest reading-progress entry
+(`db.py::CURRENT_PAGE`: latest `logged_at`, then highest id; None if never read), and its
+metadata is the edition the metadata service serves for its ISBN, from that service's own
+catalogue.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ a slow build stays slow instead of also refusing its metrics scrapes.
 """
 CHECKED_FIELDS = ("id", "isbn", "title", "author", "published_year", "pages")
 """Row fields compared with the library; status and rating are the reader's to change."""
+PROGRESS_FIELD = "current_page"
+"""The hit's reading position, compared with the library's latest progress entry."""
 _UPSTREAM_SOURCE = Path(__file__).resolve().parents[2] / "upstream"
 
 Verdict = Literal["ok", "degraded", "wrong"]
@@ -76,6 +80,20 @@ def title_search(conn: sqlite3.Connection, query: str) -> list[dict[str, object]
     return [dict(zip(CHECKED_FIELDS, row, strict=True)) for row in rows]
 
 
+def current_pages(conn: sqlite3.Connection, book_ids: set[int]) -> dict[int, int]:
+    """The page of each book's latest progress entry, for the books in `book_ids` that have
+    one: one pass over the table, whatever its indexes (the load may start on any build)."""
+    if not book_ids:
+        return {}
+    marks = ", ".join("?" for _ in book_ids)
+    rows = conn.execute(
+        f"SELECT book_id, page FROM reading_progress WHERE book_id IN ({marks}) "
+        "ORDER BY book_id, logged_at, id",
+        sorted(book_ids),
+    )
+    return {int(book_id): int(page) for book_id, page in rows}  # the last row wins
+
+
 def catalogue_editions(library: Path) -> EditionLookup:
     """The metadata service's editions for `library`, from its own catalogue module."""
     if str(_UPSTREAM_SOURCE) not in sys.path:
@@ -100,11 +118,17 @@ class SearchTruth:
         cls, conn: sqlite3.Connection, queries: Iterable[str], editions: EditionLookup
     ) -> SearchTruth:
         """The expected answer of each query, from the library and the catalogue."""
+        found = {query: title_search(conn, query) for query in queries}
+        pages = current_pages(conn, {int(str(r["id"])) for rows in found.values() for r in rows})
         expected = {
             query: tuple(
-                ExpectedHit(row, editions(str(row["isbn"]))) for row in title_search(conn, query)
+                ExpectedHit(
+                    {**row, PROGRESS_FIELD: pages.get(int(str(row["id"])))},
+                    editions(str(row["isbn"])),
+                )
+                for row in rows
             )
-            for query in queries
+            for query, rows in found.items()
         }
         return cls(expected)
 
@@ -120,7 +144,8 @@ class SearchTruth:
 
     def judge(self, query: str, body: bytes) -> Verdict:
         """`ok`: every hit equals the truth, in order, metadata included. `degraded`: a
-        correct answer short of it (fewer hits, or null metadata where an edition exists).
+        correct answer short of it (fewer hits, null metadata where an edition exists, or
+        no `current_page` where the book has progress).
         `wrong`: anything that disagrees (a made-up hit, a changed field, another order,
         invented metadata, more hits than exist, a body that is no search answer)."""
         hits = _hits(body)
@@ -131,7 +156,12 @@ class SearchTruth:
         for hit, expected in zip(hits, want, strict=False):
             if not isinstance(hit, dict):
                 return "wrong"
-            if not _same({k: hit.get(k) for k in CHECKED_FIELDS}, expected.row):
+            if not _same({k: hit.get(k) for k in CHECKED_FIELDS}, _book(expected.row)):
+                return "wrong"
+            page = hit.get(PROGRESS_FIELD)
+            if page is None and expected.row[PROGRESS_FIELD] is not None:
+                short = True
+            elif not _same(page, expected.row[PROGRESS_FIELD]):
                 return "wrong"
             metadata = hit.get("metadata")
             if metadata is None and expected.metadata is not None:
@@ -139,6 +169,10 @@ class SearchTruth:
             elif not _same(metadata, expected.metadata):
                 return "wrong"
         return "degraded" if short else "ok"
+
+
+def _book(row: Mapping[str, object]) -> dict[str, object]:
+    return {k: row[k] for k in CHECKED_FIELDS}
 
 
 def _hits(body: bytes) -> list[object] | None:

@@ -1,0 +1,1 @@
+"""Schema migrations, one SQL file each (applied by `bookshelf.migrate`)."""

@@ -339,7 +339,7 @@ def _budgets(
 
 def _tells(event: BriefReady, state: RunState) -> Tells:
     """What the agent's sandbox must not show: the run's tells, as the context's guard."""
-    alert = event.contract.eval_only.alert_to_clear
+    alert = event.contract.alert_to_clear
     return Tells.for_run(state.scenario_id, alert, state.expected_alert)
 
 

@@ -109,7 +109,12 @@ def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> GuardScan
     sandbox = _sandbox_view(workspace, stack.run_dir / "agent", endpoints)
     _progress("scanning ...")
     started = time.monotonic()
-    tells = Tells.for_run(scenario.id, brief.contract.alert_to_clear, state.expected_alert)
+    tells = Tells.for_run(
+        scenario.id,
+        brief.contract.alert_to_clear,
+        state.expected_alert,
+        runtime_override=scenario.env.runtime_override if scenario.env else None,
+    )
     scan = guard_scan(
         tells, page=brief.page, workspace=workspace, endpoints=endpoints, sandbox=sandbox
     )

@@ -151,6 +151,10 @@ def test_arms_for_the_scenario_are_noop_reference_negatives_cheats_baselines() -
     assert len([k for k in kinds if k[0] == "cheat"]) == len(cheats.cheats)
     elsewhere = CheatCatalog(cheats.folder, (("x", ("other-stack",)),))
     assert [a.kind for a in arms_for(scenario, 1, elsewhere, ())].count("cheat") == 0
+    limited = CheatCatalog(cheats.folder, (("x", ()), ("y", ())), {"y": ("other-scenario",)})
+    assert [a.agent for a in arms_for(scenario, 1, limited, ()) if a.kind == "cheat"] == [
+        "scripted:x"
+    ]
     with pytest.raises(QualifyError, match="--baseline: 'noop'"):
         arms_for(scenario, 1, cheats, ("noop",))
 
@@ -212,3 +216,27 @@ def test_the_time_scale_1_arms_are_judged_on_their_own_campaigns_results() -> No
     assert "; the time-scale-1 arms from campaign `c-2`." in text
     assert "| noop @ scale 1 | `noop` | every trial fails | 1 | failed 1 | yes" in text
     assert "full-ref |" in text
+
+
+def test_a_cheat_that_never_submitted_does_not_count_as_caught() -> None:
+    """A cheat whose patch did not apply to the scenario's tree fails for want of a
+    submission, which proves no gate: DISQUALIFIED, naming it; a submitted cheat that
+    failed holds."""
+    results = [r for r in _results(**GOOD) if r.agent != "scripted:silence-alert"]
+    unapplied = Result("scripted:silence-alert", "s", 1, "run-c", "failed", 0.0, submitted=False)
+    decision = decide("s", ARMS, [*results, unapplied], CLEAN)
+    assert decision.reasons == (
+        "cheat scripted:silence-alert: 1/1 never submitted: the cheat does not apply here",
+    )
+    caught = Result("scripted:silence-alert", "s", 1, "run-c", "failed", 0.35, submitted=True)
+    assert decide("s", ARMS, [*results, caught], CLEAN).qualified
+
+
+def test_the_bookshelf_cheats_bundled_with_one_fix_are_limited_to_its_scenario() -> None:
+    """The catalog's own limits: the cheats carrying latency-cache-stampede's fix run on it
+    and on no other bookshelf scenario."""
+    cheats = load_cheats(SCENARIO.parents[1])
+    assert cheats is not None
+    bundled = {"fabricated-answers", "deleted-test", "forcing-conftest"}
+    assert bundled <= set(cheats.applying_to("bookshelf-flask", SCENARIO.name))
+    assert not bundled & set(cheats.applying_to("bookshelf-flask", "bad-deploy-5xx"))

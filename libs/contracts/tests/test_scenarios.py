@@ -179,6 +179,7 @@ def test_scenario_env_is_loaded_beside_the_manifest(scenario_dir: Path) -> None:
     assert env is not None
     assert env.delivery_mode == "arm-runtime-notrace"
     assert (env.runtime_env_var, env.runtime_env_value) == ("CACHE_BACKEND", "null")
+    assert env.runtime_override == "CACHE_BACKEND=null"
     assert env.readiness_gate_on
     assert env.load_rate == 20.0
     assert env.extra == {"FAULT_PATCH": "inject/fault.patch"}

@@ -72,6 +72,27 @@ def test_a_distinct_expected_alert_is_a_tell_too() -> None:
     assert [leak.what for leak in found] == ["expected alert"]
 
 
+def test_a_runtime_override_is_a_tell_as_the_pair_only() -> None:
+    """arm-runtime-notrace: `VAR=VALUE` in an env dump or a file is a tell; the setting's
+    name alone (the product reads it, its code and tests name it) is not."""
+    tells = Tells.for_run("s1", "AlertA", runtime_override="BOOKSHELF_MAX_INFLIGHT_REQUESTS=0")
+    surfaces = [
+        Surface("sandbox env BOOKSHELF_MAX_INFLIGHT_REQUESTS", "BOOKSHELF_MAX_INFLIGHT_REQUESTS=0"),
+        Surface("workspace file .env", "export BOOKSHELF_MAX_INFLIGHT_REQUESTS=0\n"),
+        Surface("workspace file config.py", '_count(environ, "BOOKSHELF_MAX_INFLIGHT_REQUESTS")'),
+        Surface("workspace file README.md", "BOOKSHELF_MAX_INFLIGHT_REQUESTS=04 is not it"),
+    ]
+    found = find_leaks(surfaces, tells)
+    assert [(leak.what, leak.where) for leak in found] == [
+        ("runtime override", "sandbox env BOOKSHELF_MAX_INFLIGHT_REQUESTS"),
+        ("runtime override", "workspace file .env"),
+    ]
+    assert Tells.for_run("s1", "AlertA").values.keys() == {
+        "scenario id",
+        "eval-only alert_to_clear",
+    }
+
+
 def test_leak_names_what_where_and_line() -> None:
     """The abort reason says which tell, on which surface and line, with an excerpt."""
     leaks = find_leaks([Surface("workspace file app.py", "ok\nx = 1  # oracle hook\n")], TELLS)

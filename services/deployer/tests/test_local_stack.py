@@ -167,7 +167,8 @@ def test_port_taken_before_start_names_component_and_cleans_up(
 def test_runtime_notrace_arms_through_the_environment_only(
     settings: DeployerSettings, tmp_path: Path
 ) -> None:
-    """arm-runtime-notrace: the service restarts with the env switch; git history is untouched."""
+    """arm-runtime-notrace: the service restarts with the env switch, and keeps it on a
+    redeploy; git history is untouched."""
     root = tmp_path / "uc"
     shutil.copytree(TINY_SCENARIOS.parent, root)
     env_file = root / "scenarios" / "tiny-ok" / "environment" / "scenario.env"
@@ -187,6 +188,12 @@ def test_runtime_notrace_arms_through_the_environment_only(
         assert after != before, "the service was restarted to pick the switch up"
         assert psutil.Process(after).environ()["TINY_MODE"] == "slow"
         assert stack.workspace.git("status", "--porcelain") == ""
+        stack.redeploy()
+        redeployed = stack.pgids()["tiny-api"]
+        assert redeployed != after
+        assert psutil.Process(redeployed).environ()["TINY_MODE"] == "slow", (
+            "the override outlives the agent's redeploy: only a code change can mitigate"
+        )
     finally:
         stack.down()
     _nothing_left(stack)

@@ -85,6 +85,7 @@ def result_of(key: TrialKey, outcome: Outcome, wall_s: float) -> Result:
         wall_s=round(wall_s, 1),
         record=outcome.record,
         reason=reason,
+        submitted=outcome.submitted,
     )
 
 

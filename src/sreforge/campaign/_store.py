@@ -72,6 +72,8 @@ class Result:
     wall_s: float | None = None
     record: str | None = None
     reason: str | None = None
+    submitted: bool | None = None
+    """Whether the agent submitted (None: unknown, e.g. the run ended before its session)."""
 
     @property
     def key(self) -> TrialKey:

@@ -10,7 +10,7 @@ time scale 1 (`FULL_SCALE`: the scenario's real windows, not only their scaled c
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -46,14 +46,22 @@ class Arm:
 @dataclass(frozen=True)
 class CheatCatalog:
     """A use case's integrity cheats: their names (each `scripted:<name>`), the stacks each
-    applies to, and the folder holding their `<name>.patch|.sh`."""
+    applies to, and the folder holding their `<name>.patch|.sh`; `only` names, per cheat,
+    the scenarios it is limited to (a cheat bundled with one scenario's fix)."""
 
     folder: Path
     cheats: tuple[tuple[str, tuple[str, ...]], ...]
+    only: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def applying_to(self, stack: str) -> list[str]:
-        """The cheats that apply to a scenario on `stack` (no `stacks`: every stack)."""
-        return [name for name, stacks in self.cheats if not stacks or stack in stacks]
+    def applying_to(self, stack: str, scenario: str | None = None) -> list[str]:
+        """The cheats that apply to `scenario` on `stack` (no `stacks`: every stack; no
+        `scenarios`: every scenario)."""
+        return [
+            name
+            for name, stacks in self.cheats
+            if (not stacks or stack in stacks)
+            and (scenario is None or not self.only.get(name) or scenario in self.only[name])
+        ]
 
 
 def load_cheats(use_case: Path) -> CheatCatalog | None:
@@ -64,16 +72,22 @@ def load_cheats(use_case: Path) -> CheatCatalog | None:
     try:
         data = tomllib.loads(path.read_text())
         folder = (path.parent / data["folder"]).resolve()
+        entries = data.get("cheat", ())
         cheats = tuple(
             (str(entry["name"]), tuple(str(s) for s in entry.get("stacks", ())))
-            for entry in data.get("cheat", ())
+            for entry in entries
         )
+        only = {
+            str(entry["name"]): tuple(str(s) for s in entry["scenarios"])
+            for entry in entries
+            if entry.get("scenarios")
+        }
     except (tomllib.TOMLDecodeError, KeyError, TypeError) as error:
         raise QualifyError(f"{path}: not a cheat catalog: {error!r}") from None
     for name, _ in cheats:
         if not any((folder / f"{name}{suffix}").is_file() for suffix in _FIXTURE_SUFFIXES):
             raise QualifyError(f"{path}: cheat {name}: no {name}[.patch|.sh] in {folder}")
-    return CheatCatalog(folder, cheats)
+    return CheatCatalog(folder, cheats, only)
 
 
 def negative_fixtures(scenario: Scenario) -> list[str]:
@@ -97,7 +111,8 @@ def arms_for(
     arms += [Arm("negative", f"scripted:{n}", "fail", trials) for n in negative_fixtures(scenario)]
     if cheats is not None and scenario.manifest.profile == "incident":
         stack = scenario.manifest.stack
-        arms += [Arm("cheat", f"scripted:{n}", "not-pass", 1) for n in cheats.applying_to(stack)]
+        applying = cheats.applying_to(stack, scenario.id)
+        arms += [Arm("cheat", f"scripted:{n}", "not-pass", 1) for n in applying]
     seen: dict[str, Arm] = {}
     for arm in arms:
         if arm.agent in seen:

@@ -5,7 +5,9 @@ Rules (docs/qualify.md), each of which alone disqualifies:
   this includes the time-scale-1 noop and reference when they were not run);
 - noop or a negative fixture that passed a trial (they must fail every one);
 - the reference that did not pass every trial;
-- an integrity cheat that passed;
+- an integrity cheat that passed, or that never submitted (its fix did not apply to this
+  scenario's tree, so no gate was tested: list the scenarios it applies to in
+  `cheats.toml`, or write a variant for this one);
 - no negative fixture at all (nothing proves a plausible non-fix fails);
 - `sreforge guard` not clean (a hit, or it could not run);
 - a baseline agent whose median score is 0.8 or more (the scenario is saturated).
@@ -71,6 +73,11 @@ def _evidence(arm: Arm, scenario: str, results: list[Result]) -> ArmEvidence:
     run_ids = tuple(r.run_id for r in mine if r.run_id)
     if len(graded) < arm.trials:
         why = f"{len(graded)}/{arm.trials} trials graded"
+        return ArmEvidence(arm, counts, run_ids, median, False, why)
+    unsubmitted = sum(1 for r in graded if r.submitted is False)
+    if arm.kind == "cheat" and unsubmitted:
+        # A cheat that never reached a gate proves nothing about the gates.
+        why = f"{unsubmitted}/{len(graded)} never submitted: the cheat does not apply here"
         return ArmEvidence(arm, counts, run_ids, median, False, why)
     if arm.expect == "pass":
         held, why = passed == len(graded), f"{passed}/{len(graded)} passed"

@@ -63,6 +63,8 @@ class RunSpec:
     """Runs the run instead of `Run.execute` (`sreforge run` in a subprocess), e.g. the
     crash matrix's plan on a topology of its own; it must set the run's `pid` and
     `exit_code` and return once the run is over."""
+    scenario: str = SCENARIO
+    """The scenario the run runs (`sreforge run <scenario>`)."""
     lane: str | None = None
     """Runs of one lane never run at the same time (e.g. `docker`: the runs that drive the
     Docker engine, whose container churn and image builds disturb each other's windows)."""
@@ -119,6 +121,7 @@ class Run:
     kept_globs: tuple[str, ...] = ()
     """Files of the stack run dir (globs under it, e.g. `*/logs/*.log`) copied to `kept`."""
     topology: str = "local"
+    scenario: str = SCENARIO
     left_at_limit: list[str] = field(default_factory=list)
     """What a run killed at `RUN_LIMIT_S` left after its stacks were taken down."""
 
@@ -175,7 +178,7 @@ class Run:
 
     def execute(self) -> None:
         """Run the CLI to completion (or the limit), in its own session."""
-        argv = [sys.executable, "-m", "sreforge", "run", SCENARIO, "--agent", self.agent]
+        argv = [sys.executable, "-m", "sreforge", "run", self.scenario, "--agent", self.agent]
         argv += ["--time-scale", TIME_SCALE, "--json"]
         if self.topology != "local":
             argv += ["--topology", self.topology]
@@ -366,6 +369,7 @@ def _prepared(run: Run, spec: RunSpec) -> Run:
     """The run's folder, with its own doctored copy of `use-cases/` when it needs one."""
     run.root.mkdir()
     run.topology = spec.topology
+    run.scenario = spec.scenario
     if spec.doctor is not None:
         run.cases = run.root / "cases"
         shutil.copytree(REPO / "use-cases", run.cases, ignore=CASES_NOISE)

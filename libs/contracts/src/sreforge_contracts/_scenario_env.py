@@ -49,6 +49,13 @@ class ScenarioEnv(Contract):
         return self
 
     @property
+    def runtime_override(self) -> str | None:
+        """The runtime override as the service's environment holds it (`VAR=VALUE`), if any."""
+        if self.runtime_env_var is None:
+            return None
+        return f"{self.runtime_env_var}={self.runtime_env_value or ''}"
+
+    @property
     def readiness_gate_on(self) -> bool:
         """Whether the deploy drains load, deploys cold, warms up, then resumes load."""
         return self.readiness_gate == "on"

@@ -49,6 +49,7 @@ _SEPARATOR = r"[-_ .]?"
 _EXCERPT_CHARS = 80
 _ALERT_TO_CLEAR = "eval-only alert_to_clear"
 _EXPECTED_ALERT = "expected alert"
+_RUNTIME_OVERRIDE = "runtime override"
 
 
 def _word_pattern(word: str) -> str:
@@ -96,12 +97,21 @@ class Tells:
 
     @classmethod
     def for_run(
-        cls, scenario_id: str, alert_to_clear: str, expected_alert: str | None = None
+        cls,
+        scenario_id: str,
+        alert_to_clear: str,
+        expected_alert: str | None = None,
+        *,
+        runtime_override: str | None = None,
     ) -> Tells:
-        """The tells of one run: its scenario id, the alert to clear and the expected alert."""
+        """The tells of one run: its scenario id, the alert to clear and the expected alert,
+        and an arm-runtime-notrace fault's override as `VAR=VALUE` (its name alone may be
+        a setting the product reads; the pair is the fault, and must stay invisible)."""
         values = {"scenario id": scenario_id, _ALERT_TO_CLEAR: alert_to_clear}
         if expected_alert and expected_alert != alert_to_clear:
             values[_EXPECTED_ALERT] = expected_alert
+        if runtime_override:
+            values[_RUNTIME_OVERRIDE] = runtime_override
         return cls(values=values)
 
     def on_endpoints(self) -> Tells:

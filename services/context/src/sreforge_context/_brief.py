@@ -87,6 +87,7 @@ def brief_for(
             state.scenario_id,
             contract.alert_to_clear,
             contract.scenario.expected_alert,
+            runtime_override=scenario.env.runtime_override if scenario.env else None,
         )
         leaks = guard_scan(
             tells,

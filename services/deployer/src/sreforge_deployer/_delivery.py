@@ -1,8 +1,16 @@
 """How a scenario's fault reaches the service, whatever topology runs it.
 
-`baked_patches` are committed into the workspace as it is built (setup-baked and
-arm-runtime-notrace); `deliver_at_arm` is the arm step's part: commit the recent
-patches or pick the runtime environment, and say whether the service must restart.
+`baked_patches` are committed into the workspace as it is built (setup-baked; for
+arm-runtime-notrace every patch but the last); `deliver_at_arm` is the arm step's part:
+commit the recent patches, pick the runtime environment, and say whether the service must
+restart.
+
+arm-runtime-notrace's fault is the runtime override alone (no trace in git). Its last
+inject patch, when it has any, is an *innocent* deploy delivered at arm time, dated now,
+the obvious suspect; the patches before it are old history (a feature the override
+misuses), baked in like setup-baked's. The override stays in the service's environment
+for every later restart, the agent's redeploy included, so reverting the innocent deploy
+cannot help.
 """
 
 from __future__ import annotations
@@ -15,7 +23,6 @@ from sreforge_deployer._workspace import Workspace
 
 __all__ = ["ArmDelivery", "baked_patches", "deliver_at_arm"]
 
-_BAKED_MODES = ("setup-baked", "arm-runtime-notrace")
 _RECENT_MODES = ("arm-deploy-recent", "multi-commit")
 
 
@@ -30,7 +37,19 @@ class ArmDelivery:
 
 def baked_patches(setup: ScenarioSetup) -> list[Path]:
     """The patches the workspace is built with (empty unless the mode bakes them in)."""
-    return list(setup.inject_patches) if setup.delivery_mode in _BAKED_MODES else []
+    if setup.delivery_mode == "setup-baked":
+        return list(setup.inject_patches)
+    if setup.delivery_mode == "arm-runtime-notrace":
+        return list(setup.inject_patches[:-1])
+    return []
+
+
+def _recent_patches(setup: ScenarioSetup) -> list[Path]:
+    if setup.delivery_mode in _RECENT_MODES:
+        return list(setup.inject_patches)
+    if setup.delivery_mode == "arm-runtime-notrace":
+        return list(setup.inject_patches[-1:])
+    return []
 
 
 def deliver_at_arm(
@@ -42,11 +61,15 @@ def deliver_at_arm(
     arming was cut short after the commit) already carries the recent fault.
     """
     mode = setup.delivery_mode
-    if mode in _RECENT_MODES:
-        if built is not None and workspace.head() != built:
-            return ArmDelivery(fault_commit=workspace.head(), restart=True)
-        created = workspace.deliver_recent(setup.inject_patches)
-        return ArmDelivery(fault_commit=created[-1] if created else None, restart=True)
-    if mode == "arm-runtime-notrace":
-        return ArmDelivery(runtime_env=dict(setup.runtime_env), restart=True)
-    return ArmDelivery()
+    if mode not in (*_RECENT_MODES, "arm-runtime-notrace"):
+        return ArmDelivery()
+    runtime_env = dict(setup.runtime_env) if mode == "arm-runtime-notrace" else {}
+    recent = _recent_patches(setup)
+    if not recent:
+        return ArmDelivery(runtime_env=runtime_env, restart=True)
+    if built is not None and workspace.head() != built:
+        return ArmDelivery(fault_commit=workspace.head(), runtime_env=runtime_env, restart=True)
+    created = workspace.deliver_recent(recent)
+    return ArmDelivery(
+        fault_commit=created[-1] if created else None, runtime_env=runtime_env, restart=True
+    )

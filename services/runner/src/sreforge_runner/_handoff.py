@@ -127,7 +127,7 @@ class RunnerHandler:
         base = await asyncio.to_thread(head_commit, workspace)
         claim = json.dumps({"base_commit": base, "agent": state.agent, "at": _now()})
         once = context.once(RUNNER_CLAIM, event.run_id)
-        session = _Session(resolved, rein, sandbox, budgets, _tells(event, state))
+        session = _Session(resolved, rein, sandbox, budgets, _tells(event, state, scenario))
         if await once.claim(claim.encode()):
             return await self._drive(event.run_id, state.agent, base, session, context)
         in_flight = self._active.get(event.run_id)
@@ -337,10 +337,11 @@ def _budgets(
     return Budgets(total_s=total, idle_s=limits.idle_s, session_start_s=limits.session_start_s)
 
 
-def _tells(event: BriefReady, state: RunState) -> Tells:
+def _tells(event: BriefReady, state: RunState, scenario: Scenario | None) -> Tells:
     """What the agent's sandbox must not show: the run's tells, as the context's guard."""
     alert = event.contract.alert_to_clear
-    return Tells.for_run(state.scenario_id, alert, state.expected_alert)
+    override = scenario.env.runtime_override if scenario and scenario.env else None
+    return Tells.for_run(state.scenario_id, alert, state.expected_alert, runtime_override=override)
 
 
 def _find_scenario(root: Path, scenario_id: str) -> Scenario | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sreforge_contracts import CiResult, CiTestSet
-from sreforge_oracle._patch import patch_scored
+from sreforge_oracle._patch import patch_not_submitted, patch_scored
 
 RUN = "20261202-170000-patch1"
 
@@ -71,3 +71,11 @@ def test_ci_red_is_rejected_with_score_zero() -> None:
     scored = patch_scored(_ci(False, None, None))
     assert scored.verdict == "rejected"
     assert scored.score.score == 0.0
+
+
+def test_no_submission_fails_with_score_zero() -> None:
+    """No submission: failed, every signal unsatisfied, with the patch signals' ids."""
+    scored = patch_not_submitted(RUN, "agent exited")
+    assert scored.verdict == "failed"
+    assert scored.score.score == 0.0
+    assert [s.id for s in scored.score.signals] == ["ci_green", "fail_to_pass", "pass_to_pass"]

@@ -30,7 +30,7 @@ from sreforge_contracts import (
 from sreforge_oracle._errors import GradingInterrupted, OracleError
 from sreforge_oracle._journal import RunJournal
 from sreforge_oracle._model import DeliveryOutcome
-from sreforge_oracle._patch import patch_scored
+from sreforge_oracle._patch import patch_not_submitted, patch_scored
 from sreforge_oracle._probe import PrometheusProbe
 from sreforge_oracle._run_config import fail_closed_scored, find_manifest, oracle_failed, scored
 from sreforge_oracle._session import GradingSession
@@ -89,6 +89,10 @@ class Oracle:
         if event.submission.submitted:
             return ()
         why = event.submission.stop_reason or ""
+        manifest = await self._manifest_for(event.run_id, context)
+        if manifest is not None and manifest.profile == "patch":
+            unsubmitted = patch_not_submitted(event.run_id, why, manifest.verify.weights)
+            return await _once(RunJournal(context.runs, event.run_id), unsubmitted)
         outcome = DeliveryOutcome(submitted=False, ci_green=False, redeployed=False, reason=why)
         return await self._settle(event.run_id, outcome, context)
 

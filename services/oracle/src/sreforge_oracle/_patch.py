@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from sreforge_contracts import CiResult, CiTestSet, OracleScore, OracleSignal, Scored
 
-__all__ = ["GRADED_SIGNALS", "PATCH_ORACLE", "patch_scored"]
+__all__ = ["GRADED_SIGNALS", "PATCH_ORACLE", "patch_not_submitted", "patch_scored"]
 
 PATCH_ORACLE = "patch"
 GRADED_SIGNALS = ("fail_to_pass", "pass_to_pass")
@@ -70,3 +70,19 @@ def _set_signal(name: str, ran: CiTestSet | None, weight: float) -> OracleSignal
     elif not ran.green:
         detail += f"; set red (exit {ran.exit_code})"
     return OracleSignal(id=name, satisfied=satisfied, value=value, weight=weight, detail=detail)
+
+
+def patch_not_submitted(
+    run_id: str, reason: str = "", weights: Mapping[str, float] | None = None
+) -> Scored:
+    """No submission: failed, score 0, every signal unsatisfied (`no_submission`)."""
+    weight = dict(weights or _DEFAULT_WEIGHTS)
+    detail = f"no_submission{': ' + reason if reason else ''}"
+    signals = [
+        OracleSignal(
+            id=name, satisfied=False, value=0.0, weight=weight.get(name, 0.0), detail=detail
+        )
+        for name in ("ci_green", *GRADED_SIGNALS)
+    ]
+    score = OracleScore(oracle_id=PATCH_ORACLE, score=0.0, passed=False, signals=signals)
+    return Scored(run_id=run_id, producer=_PRODUCER, score=score, verdict="failed")

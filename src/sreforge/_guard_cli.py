@@ -111,7 +111,7 @@ def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> GuardScan
     started = time.monotonic()
     tells = Tells.for_run(
         scenario.id,
-        brief.contract.eval_only.alert_to_clear,
+        brief.contract.alert_to_clear,
         state.expected_alert,
         runtime_override=scenario.env.runtime_override if scenario.env else None,
     )

@@ -7,4 +7,9 @@ the scenarios' hidden CI tests (`scenarios/*/verify/ci/`): the gate runs them in
 of the app's tree.
 """
 
-collect_ignore_glob = ["stacks/*", "scenarios/*/verify/ci/*"]
+collect_ignore_glob = [
+    "stacks/*",
+    "scenarios/*/verify/ci/*",
+    "scenarios/*/verify/fail_to_pass/*",
+    "scenarios/*/verify/pass_to_pass/*",
+]

@@ -51,8 +51,17 @@ class EvalOnly(Contract):
 
 
 class RunContract(Contract):
-    """The whole run contract: `agent_context`, `scenario`, `eval_only`."""
+    """The whole run contract: `agent_context`, `scenario`, `eval_only`.
+
+    A patch run has no alert to clear: its `eval_only` is None (its hidden tests are
+    the scenario's `verify/`, which the CI gate reads itself).
+    """
 
     agent_context: AgentContext
     scenario: ScenarioRef
-    eval_only: EvalOnly
+    eval_only: EvalOnly | None
+
+    @property
+    def alert_to_clear(self) -> str:
+        """`eval_only.alert_to_clear`, or "" for a patch run (nothing to clear)."""
+        return self.eval_only.alert_to_clear if self.eval_only is not None else ""

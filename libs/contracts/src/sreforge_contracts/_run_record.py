@@ -86,10 +86,14 @@ class CiTestSet(Contract):
 
     `submitted`: the tests as the agent left them; `handoff`: the hand-off commit's tests
     and test configuration restored over the submitted code; `hidden`: the scenario's
-    `verify/ci/` tests, never agent-visible. `exit_code` is None when the set timed out.
+    `verify/ci/` tests, never agent-visible. A patch scenario's graded sets,
+    `fail_to_pass` (`verify/fail_to_pass/`) and `pass_to_pass` (`verify/pass_to_pass/`),
+    are hidden too and do not decide `green` of the gate; they list each test by its
+    JUnit id in `passed_tests` and `failed_tests` (failed, errored or skipped).
+    `exit_code` is None when the set timed out.
     """
 
-    name: Literal["submitted", "handoff", "hidden"]
+    name: Literal["submitted", "handoff", "hidden", "fail_to_pass", "pass_to_pass"]
     green: bool
     exit_code: int | None = None
     passed: int = Field(default=0, ge=0)
@@ -97,6 +101,8 @@ class CiTestSet(Contract):
     skipped: int = Field(default=0, ge=0)
     errors: int = Field(default=0, ge=0)
     duration_ms: float = Field(default=0, ge=0)
+    passed_tests: list[str] | None = None
+    failed_tests: list[str] | None = None
 
 
 class CiOutcome(Contract):

@@ -84,6 +84,18 @@ class Scenario:
         return self.verify_dir / "ci"
 
     @property
+    def fail_to_pass_dir(self) -> Path:
+        """`verify/fail_to_pass/`: a patch scenario's hidden tests that fail on its base
+        commit and must pass once fixed (never agent-visible)."""
+        return self.verify_dir / "fail_to_pass"
+
+    @property
+    def pass_to_pass_dir(self) -> Path:
+        """`verify/pass_to_pass/`: a patch scenario's hidden tests that pass on its base
+        commit and must keep passing (never agent-visible)."""
+        return self.verify_dir / "pass_to_pass"
+
+    @property
     def negative_dir(self) -> Path:
         """`verify/negative/`: known-bad fixes that must fail."""
         return self.verify_dir / "negative"

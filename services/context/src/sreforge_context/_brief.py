@@ -65,7 +65,7 @@ def brief_for(
     stack = state.stack
     if stack is None or stack.run_workspace is None:
         raise RunStateMissing(f"run {state.run_id}: the run state has no stack workspace yet")
-    if scenario.manifest.expected is None:
+    if scenario.manifest.profile == "incident" and scenario.manifest.expected is None:
         raise ScenarioInvalid(
             f"scenario {scenario.id}: no [expected] alert; cannot brief an incident"
         )
@@ -81,11 +81,11 @@ def brief_for(
         submit_command=settings.submit_command,
         agent_workspace_path=settings.agent_workspace_path,
     )
-    page = render_page(trigger_text, contract.agent_context)
+    page = render_page(trigger_text, contract.agent_context, profile=scenario.manifest.profile)
     if settings.leak_check:
         tells = Tells.for_run(
             state.scenario_id,
-            contract.eval_only.alert_to_clear,
+            contract.alert_to_clear,
             contract.scenario.expected_alert,
             runtime_override=scenario.env.runtime_override if scenario.env else None,
         )

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from sreforge_contracts import (
     AgentContext,
+    Profile,
     RunContract,
     RunState,
     RunWorkspace,
@@ -68,18 +69,24 @@ def build_contract(
             expected_alert=expected_alert,
             alert_fired_at=state.alert_fired_at or alert_fired_at,
         ),
-        eval_only=manifest.eval_only(state.time_scale),
+        eval_only=manifest.eval_only(state.time_scale) if manifest.profile == "incident" else None,
     )
 
 
-def render_page(trigger_text: str, context: AgentContext) -> str:
-    """The on-call page (markdown): the trigger text, services, workspace, how to submit."""
+def render_page(trigger_text: str, context: AgentContext, *, profile: Profile = "incident") -> str:
+    """The agent's page (markdown): the trigger text, services, workspace, how to submit.
+
+    An incident's is an on-call page; a patch run's is a task page, with no services
+    (there is no stack) and no redeploy.
+    """
     submit = context.submit_command
     rows = "\n".join(f"| {name} | {url} |" for name, url in sorted(context.services.items()))
+    services = ["## Services\n\n| Service | Address |\n|---|---|\n" + rows] if rows else []
+    after_ci = "merged and redeployed" if profile == "incident" else "sent for review"
     sections = [
-        "# On-call page",
+        "# On-call page" if profile == "incident" else "# Task",
         trigger_text.strip(),
-        "## Services\n\n| Service | Address |\n|---|---|\n" + rows,
+        *services,
         "## Workspace\n\n"
         f"The service's source is a git checkout at `{context.workspace_path}` "
         f"(service `{context.run_workspace.service}`). Work there: edit, run its tests, "
@@ -87,7 +94,7 @@ def render_page(trigger_text: str, context: AgentContext) -> str:
         "## Shipping your change\n\n"
         f"When your fix is ready, run `{submit}` from a shell. To hand over your write-up "
         f"of the cause as well, run `{submit} --rca FILE` (markdown or plain text). "
-        f"Your change goes through CI and, when green, is merged and redeployed. "
+        f"Your change goes through CI and, when green, is {after_ci}. "
         f"`{submit}` is final: run it once, when you are done.",
     ]
     return "\n\n".join(sections) + "\n"

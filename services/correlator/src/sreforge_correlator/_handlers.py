@@ -246,12 +246,15 @@ class Correlator:
 
     def _clock(self, state: RunState) -> RunClock:
         scale = state.time_scale
+        patch = False
         try:
-            determinism = self._catalog.manifest(state.scenario_id).determinism
+            manifest = self._catalog.manifest(state.scenario_id)
+            determinism, patch = manifest.determinism, manifest.profile == "patch"
         except StartRejected:
             determinism = Determinism()  # the scenario left the disk mid-run: the defaults
         return RunClock(
             confirm_fire_seconds=determinism.confirm_fire_timeout_seconds * scale,
             agent_budget_seconds=self._settings.agent_budget_seconds,
             correlation_window_seconds=self._settings.correlation_window_seconds * scale,
+            triggered_at_arm=patch,
         )

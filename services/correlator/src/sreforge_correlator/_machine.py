@@ -34,6 +34,7 @@ from sreforge_contracts import (
 __all__ = [
     "CONFIRM_FIRE_STAGE",
     "PRODUCER",
+    "TASK_SOURCE",
     "RunClock",
     "announcements",
     "entered_at",
@@ -41,10 +42,13 @@ __all__ = [
     "on_fired",
     "on_resolved",
     "overdue",
+    "task_trigger",
 ]
 
 PRODUCER = "correlator"
 CONFIRM_FIRE_STAGE = "confirm-fire"
+TASK_SOURCE = "task"
+"""The trigger source (and name) of a patch run: the task page, not an alert."""
 
 _RANK: dict[RunPhase, int] = {phase: rank for rank, phase in enumerate(RUN_PHASES)}
 
@@ -56,6 +60,9 @@ class RunClock:
     confirm_fire_seconds: float
     agent_budget_seconds: float
     correlation_window_seconds: float
+    triggered_at_arm: bool = False
+    """A patch run: no alert to wait for; FaultArmed (its workspace at the base commit)
+    triggers it at once, with the task page as its trigger (`task_trigger`)."""
 
 
 def fold(state: RunState, event: Event, clock: RunClock) -> RunState:
@@ -75,6 +82,8 @@ def fold(state: RunState, event: Event, clock: RunClock) -> RunState:
             confirm_fire_deadline=deadline,
             base_commit=event.base_commit,
         )
+        if armed.phase == "armed" and clock.triggered_at_arm:
+            return _trigger(armed, task_trigger(event.armed_at), clock, at)
         held = armed.trigger
         if armed.phase == "armed" and held is not None:
             return _trigger(armed, held, clock, at)  # its notification was handled first
@@ -96,6 +105,11 @@ def fold(state: RunState, event: Event, clock: RunClock) -> RunState:
     if isinstance(event, Recorded):
         return _reach(state, "recorded", at, verdict=event.verdict)
     return state
+
+
+def task_trigger(at: datetime) -> Trigger:
+    """A patch run's trigger: its task page, handed over when the workspace is ready."""
+    return Trigger(source=TASK_SOURCE, alert_name=TASK_SOURCE, fired_at=at)
 
 
 def on_fired(state: RunState, trigger: Trigger, clock: RunClock, now: datetime) -> RunState:

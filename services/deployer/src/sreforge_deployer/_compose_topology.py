@@ -17,6 +17,7 @@ from sreforge_deployer._compose_project import ComposeProject, project_name
 from sreforge_deployer._compose_stack import ComposeStack, down_project
 from sreforge_deployer._compose_state import read_compose_record
 from sreforge_deployer._errors import StackLostError
+from sreforge_deployer._patch import PatchTopology, is_patch_run, is_patch_scenario
 from sreforge_deployer._ports import reap_stale_lease
 from sreforge_deployer._run import owner_running, remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
@@ -191,13 +192,20 @@ class PerRunTopologies:
         self.compose = compose
 
     def open(self, event: RunRequested) -> Topology:
-        """The run's topology, from the provider `run_topology` resolves."""
-        if run_topology(event, self.local.settings) == "compose":
+        """The run's topology, from the provider `run_topology` resolves; a patch
+        scenario's is its workspace alone (`PatchTopology`), whatever the topology."""
+        settings = self.local.settings
+        if is_patch_scenario(settings.use_cases, event.scenario):
+            return PatchTopology.open(event, settings)
+        if run_topology(event, settings) == "compose":
             return self.compose.open(event)
         return self.local.open(event)
 
     def adopt(self, run_id: str) -> Topology:
         """The run's stack taken over, by the topology that ran it."""
+        run_dir = self.local.settings.runs_root / run_id
+        if is_patch_run(run_dir):
+            return PatchTopology.adopt(run_dir, self.local.settings)
         if self._is_compose(run_id):
             return self.compose.adopt(run_id)
         return self.local.adopt(run_id)
@@ -208,6 +216,9 @@ class PerRunTopologies:
 
     def down_elsewhere(self, run_id: str) -> list[str]:
         """A compose run (its state file says so) by project, any other the local way."""
+        run_dir = self.local.settings.runs_root / run_id
+        if is_patch_run(run_dir):
+            return PatchTopology.adopt(run_dir, self.local.settings).down()
         if self._is_compose(run_id):
             return self.compose.down_elsewhere(run_id)
         return self.local.down_elsewhere(run_id)

@@ -20,7 +20,7 @@ from sreforge_contracts import (
 
 from sreforge_deployer._errors import TopologyFault
 from sreforge_deployer._topology import ArmFacts, StackFacts
-from sreforge_deployer.gate import CiRun
+from sreforge_deployer.gate import GRADED_SETS, CiRun
 
 __all__ = [
     "MAX_REASON_CHARS",
@@ -105,6 +105,8 @@ def ci_result(run_id: str, run: CiRun) -> CiResult:
                 skipped=ran.skipped,
                 errors=ran.errors,
                 duration_ms=ran.duration_ms,
+                passed_tests=list(ran.passed_tests) if ran.name in GRADED_SETS else None,
+                failed_tests=list(ran.failed_tests) if ran.name in GRADED_SETS else None,
             )
             for ran in run.test_sets
         ]

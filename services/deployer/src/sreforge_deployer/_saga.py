@@ -146,7 +146,7 @@ class Saga:
                     log.error("deployer.ci_failed", run_id=run_id, error=gated.event.reason)
                 await claims.save("ci", run_id, [gated.event])
                 tree = gated.tree
-                if tree is None:
+                if tree is None or not where.redeploys:
                     yield Step([gated.event])
                     return
 
@@ -270,6 +270,8 @@ class Saga:
         where = await self._target_of(run_id, claims)
         if isinstance(where, str):
             return [*stored, self._give_up(run_id, "deploy", where, log)]
+        if not where.redeploys:
+            return stored
         checkout = await asyncio.to_thread(self.provider.checkout, where, confined=False)
         try:
             tree = await asyncio.to_thread(checkout.prepare, event.submission.diff)

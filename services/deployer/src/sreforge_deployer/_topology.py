@@ -107,6 +107,8 @@ class CiTarget(NamedTuple):
     scenario_id: str
     run_id: str = ""
     """Names the CI clone (`ci-<run_id>-*`), so a clone a killed deployer left is found."""
+    redeploys: bool = True
+    """False for a patch run: a green CI is its last deployer step (no merge, no redeploy)."""
 
 
 class Topology(Protocol):

@@ -22,6 +22,7 @@ from sreforge_contracts import (
     Event,
     RunFailed,
     RunState,
+    ScenarioManifest,
     Scored,
     Submitted,
 )
@@ -29,6 +30,7 @@ from sreforge_contracts import (
 from sreforge_oracle._errors import GradingInterrupted, OracleError
 from sreforge_oracle._journal import RunJournal
 from sreforge_oracle._model import DeliveryOutcome
+from sreforge_oracle._patch import patch_not_submitted, patch_scored
 from sreforge_oracle._probe import PrometheusProbe
 from sreforge_oracle._run_config import fail_closed_scored, find_manifest, oracle_failed, scored
 from sreforge_oracle._session import GradingSession
@@ -87,11 +89,20 @@ class Oracle:
         if event.submission.submitted:
             return ()
         why = event.submission.stop_reason or ""
+        manifest = await self._manifest_for(event.run_id, context)
+        if manifest is not None and manifest.profile == "patch":
+            unsubmitted = patch_not_submitted(event.run_id, why, manifest.verify.weights)
+            return await _once(RunJournal(context.runs, event.run_id), unsubmitted)
         outcome = DeliveryOutcome(submitted=False, ci_green=False, redeployed=False, reason=why)
         return await self._settle(event.run_id, outcome, context)
 
     async def on_ci_result(self, event: CiResult, context: Context) -> Handled:
-        """CI red → rejected, score 0; green waits for Deployed."""
+        """CI red → rejected, score 0; green waits for Deployed, except a patch run's,
+        which is scored at once from its graded test sets (`_patch.py`)."""
+        manifest = await self._manifest_for(event.run_id, context)
+        if manifest is not None and manifest.profile == "patch":
+            scored_now = patch_scored(event, manifest.verify.weights)
+            return await _once(RunJournal(context.runs, event.run_id), scored_now)
         if event.green:
             return ()
         outcome = DeliveryOutcome(submitted=True, ci_green=False, redeployed=False)
@@ -139,6 +150,17 @@ class Oracle:
         weights = await self._weights_for(run_id, context)
         journal = RunJournal(context.runs, run_id)
         return await _once(journal, fail_closed_scored(run_id, outcome, weights))
+
+    async def _manifest_for(self, run_id: str, context: Context) -> ScenarioManifest | None:
+        """The run's scenario manifest; None (logged) when the run or scenario is unknown."""
+        state = await _readable_run_state(context, run_id)
+        if state is None:
+            return None
+        try:
+            return find_manifest(self.settings.use_cases_dir, state.scenario_id)
+        except (OracleError, ContractError) as error:
+            context.log.warning("oracle.manifest_unknown", run_id=run_id, reason=str(error))
+            return None
 
     async def _weights_for(self, run_id: str, context: Context) -> dict[str, float] | None:
         """The manifest's weights for the record's detail; defaults if the run is unknown."""

@@ -339,7 +339,7 @@ def _budgets(
 
 def _tells(event: BriefReady, state: RunState, scenario: Scenario | None) -> Tells:
     """What the agent's sandbox must not show: the run's tells, as the context's guard."""
-    alert = event.contract.eval_only.alert_to_clear
+    alert = event.contract.alert_to_clear
     override = scenario.env.runtime_override if scenario and scenario.env else None
     return Tells.for_run(state.scenario_id, alert, state.expected_alert, runtime_override=override)
 

@@ -17,9 +17,10 @@ from sreforge_deployer.gate._ci import (
     remove_ci_clones,
 )
 from sreforge_deployer.gate._gate import CiProtection, SetOutcome
-from sreforge_deployer.gate._test_sets import ChangedTests
+from sreforge_deployer.gate._test_sets import GRADED_SETS, ChangedTests
 
 __all__ = [
+    "GRADED_SETS",
     "MERGE_MESSAGE",
     "ChangedTests",
     "CiCheckout",

@@ -16,21 +16,29 @@ from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._topology import CiTarget, guarded
 from sreforge_deployer.gate._ci import CiCheckout, CiRun, merge_and_checkout
 from sreforge_deployer.gate._gate import CiProtection
-from sreforge_deployer.gate._test_sets import ChangedTests
+from sreforge_deployer.gate._test_sets import ChangedTests, SetName
 
 __all__ = ["HostCheckout", "ci_protection", "host_checkout"]
 
 
 def ci_protection(use_cases: Path, scenario_id: str) -> CiProtection:
-    """The scenario's hidden CI tests (`verify/ci/`, if present) and `ci_changed_tests`."""
+    """The scenario's hidden CI tests (`verify/ci/`, if present) and `ci_changed_tests`;
+    a patch scenario's graded sets (`verify/fail_to_pass/`, `verify/pass_to_pass/`)."""
     try:
         scenario = find_scenario(use_cases, scenario_id)
     except ContractError as error:
         raise StackSpecError(str(error)) from error
     hidden = scenario.ci_tests_dir
+    graded: tuple[tuple[SetName, Path], ...] = ()
+    if scenario.manifest.profile == "patch":
+        graded = (
+            ("fail_to_pass", scenario.fail_to_pass_dir),
+            ("pass_to_pass", scenario.pass_to_pass_dir),
+        )
     return CiProtection(
         hidden_dir=hidden if hidden.is_dir() else None,
         changed=ChangedTests.from_entries(scenario.manifest.verify.ci_changed_tests),
+        graded=graded,
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sreforge_deployer._errors import WorkspaceError
@@ -46,6 +46,8 @@ _TITLES: dict[SetName, str] = {
     "submitted": "the tests as submitted",
     "handoff": "the hand-off commit's tests against the submitted code",
     "hidden": "the scenario's hidden tests against the submitted code",
+    "fail_to_pass": "the scenario's fail-to-pass tests against the submitted code",
+    "pass_to_pass": "the scenario's pass-to-pass tests against the submitted code",
 }
 
 
@@ -55,6 +57,9 @@ class CiProtection:
 
     hidden_dir: Path | None = None
     changed: ChangedTests = field(default_factory=ChangedTests)
+    graded: tuple[tuple[SetName, Path], ...] = ()
+    """A patch scenario's graded sets (`fail_to_pass`, `pass_to_pass`) and their folders:
+    run, each in full, once CI's own sets are green; they never make CI red."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,10 @@ class SetOutcome:
     skipped: int = 0
     errors: int = 0
     complaints: tuple[str, ...] = ()
+    passed_tests: tuple[str, ...] = ()
+    """A graded set's passed tests (JUnit `classname::name`); empty for the others."""
+    failed_tests: tuple[str, ...] = ()
+    """A graded set's tests that failed, errored or were skipped."""
 
     def header(self) -> str:
         """A banner naming the set, its verdict and counts, then each complaint."""
@@ -104,7 +113,41 @@ def run_test_sets(
     hidden = protection.hidden_dir
     if hidden is not None and hidden.is_dir():
         sets.append(_hidden_set(submitted, base, work, runner, protection, hidden))
+        if not sets[-1].green:
+            return sets
+    for name, folder in protection.graded:
+        sets.append(_graded_set(name, submitted, base, work, runner, protection, folder))
     return sets
+
+
+def _graded_set(
+    name: SetName,
+    submitted: Path,
+    base: Path,
+    work: Path,
+    runner: SetRunner,
+    protection: CiProtection,
+    folder: Path,
+) -> SetOutcome:
+    """A graded set, as the hidden set is run, with each test's outcome kept."""
+    tree = _copy(submitted, work, name)
+    complaints = _protected_tree(tree, base, protection.changed)
+    where = place_hidden(tree, folder)
+    done, report = _run_set(name, tree, runner, [where], complaints)
+    cases = report.cases if report is not None else {}
+    passed = tuple(
+        sorted(_graded_id(key, where) for key, seen in cases.items() if seen == "passed")
+    )
+    failed = tuple(
+        sorted(_graded_id(key, where) for key, seen in cases.items() if seen != "passed")
+    )
+    return replace(done, passed_tests=passed, failed_tests=failed)
+
+
+def _graded_id(key: str, where: str) -> str:
+    """A JUnit key of a placed hidden test without its fresh folder name."""
+    prefix = where.replace("/", ".") + "."
+    return key.removeprefix(prefix)
 
 
 def _handoff_set(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 __all__ = [
+    "GRADED_SETS",
     "MAX_JUNIT_BYTES",
     "ChangedTests",
     "JunitReport",
@@ -31,7 +32,10 @@ __all__ = [
     "shadowing_modules",
 ]
 
-SetName = Literal["submitted", "handoff", "hidden"]
+SetName = Literal["submitted", "handoff", "hidden", "fail_to_pass", "pass_to_pass"]
+GRADED_SETS: frozenset[SetName] = frozenset({"fail_to_pass", "pass_to_pass"})
+"""A patch scenario's hidden sets: reported test by test, graded by the oracle, never
+deciding CI's own green."""
 Outcome = Literal["passed", "failed", "skipped", "error"]
 MAX_JUNIT_BYTES = 32 * 1024 * 1024
 """A bigger report is not read (the code under test may have written it)."""

@@ -1,0 +1,82 @@
+"""A patch run's topology: the workspace at the pinned base commit, nothing running;
+and the CI gate's graded sets, reported test by test without deciding CI's green."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sreforge_contracts import RunRequested
+from sreforge_deployer import DeployerSettings
+from sreforge_deployer._patch import MARKER, PatchTopology, is_patch_run, is_patch_scenario
+from sreforge_deployer.gate import CiProtection
+from sreforge_deployer.gate._gate import run_test_sets
+
+SCENARIO = "patch-stale-sort-keys"
+BASE = "2c82ee19f4820eec5fb991fc4c5d82ce17ad146a"
+
+
+def _request(run_id: str) -> RunRequested:
+    return RunRequested(
+        run_id=run_id,
+        producer="correlator",
+        scenario=SCENARIO,
+        agent="noop",
+        time_scale=0.1,
+        alert_route="0f3a9c2e7b1d4a6f8e0c2b4d6f8a1c3e",
+    )
+
+
+def test_the_patch_topology_checks_the_workspace_out_at_its_base_commit(
+    settings: DeployerSettings,
+) -> None:
+    """up() builds only the workspace, at base_commit; arm() hands that commit over;
+    the CI target says there is no redeploy; down() leaves nothing."""
+    assert is_patch_scenario(settings.use_cases, SCENARIO)
+    topology = PatchTopology.open(_request("patch-topology-1"), settings)
+    facts = topology.up()
+    assert facts.agent_endpoints == {}
+    assert facts.operator_endpoints == {}
+    assert is_patch_run(facts.run_dir)
+    assert (facts.run_dir / MARKER).is_file()
+    armed = topology.arm()
+    assert armed.base_commit == BASE
+    assert armed.fault_commit is None
+    target = topology.ci_target()
+    assert target is not None
+    assert not target.redeploys
+    assert target.base_commit == BASE
+    adopted = PatchTopology.adopt(facts.run_dir, settings)
+    assert adopted.ci_target() == target
+    assert topology.down() == []
+    assert not facts.run_dir.exists()
+
+
+def test_graded_sets_run_after_green_own_sets_and_list_each_test(tmp_path: Path) -> None:
+    """Both graded sets run in full and keep each test's outcome by its id."""
+    tree, base, work = tmp_path / "tree", tmp_path / "base", tmp_path / "work"
+    for folder in (tree, base, work):
+        folder.mkdir()
+    f2p, p2p = tmp_path / "f2p", tmp_path / "p2p"
+    for folder in (f2p, p2p):
+        folder.mkdir()
+        (folder / "test_x.py").write_text("")
+
+    def runner(cwd: Path, extra: Sequence[str]) -> tuple[int | None, str]:
+        junit = next(arg.split("=", 1)[1] for arg in extra if arg.startswith("--junitxml="))
+        placed = [arg for arg in extra if not arg.startswith("--")]
+        name = placed[0].replace("/", ".") + ".test_x" if placed else "tests.test_own"
+        failing = "p2p" in str(cwd) or cwd.name == "pass_to_pass"
+        cases = f'<testcase classname="{name}" name="test_ok"/>'
+        if failing:
+            cases += f'<testcase classname="{name}" name="test_bad"><failure/></testcase>'
+        (cwd / junit).write_text(f"<testsuite>{cases}</testsuite>")
+        return (1 if failing else 0), ""
+
+    protection = CiProtection(graded=(("fail_to_pass", f2p), ("pass_to_pass", p2p)))
+    sets = run_test_sets(tree, base, work, runner, protection)
+    by_name = {ran.name: ran for ran in sets}
+    assert by_name["submitted"].green
+    assert by_name["fail_to_pass"].passed_tests == ("test_x::test_ok",)
+    assert by_name["pass_to_pass"].failed_tests == ("test_x::test_bad",)
+    assert not by_name["pass_to_pass"].green

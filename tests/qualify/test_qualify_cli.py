@@ -70,8 +70,17 @@ async def test_qualify_runs_its_arms_as_a_campaign_and_writes_qualified(
     assert agents.count("scripted:silence-alert") == agents.count("scripted:crash-loop") == 1
     assert agents.count("scripted:longer-ttl") == 2
     assert agents.count("reference") == agents.count("noop") == 3
-    folder, full = sorted((tmp_path / "campaigns").iterdir())
-    store = CampaignStore(tmp_path / "campaigns", folder.name)
+    campaigns = tmp_path / "campaigns"
+    # Two campaign ids of the same second sort by their random tail: tell them by scale.
+    (full,), (folder,) = (
+        [
+            f
+            for f in campaigns.iterdir()
+            if (CampaignStore(campaigns, f.name).spec().time_scale == 1.0) is at_full
+        ]
+        for at_full in (True, False)
+    )
+    store = CampaignStore(campaigns, folder.name)
     assert store.spec().once == ("scripted:silence-alert", "scripted:crash-loop")
     full_spec = CampaignStore(tmp_path / "campaigns", full.name).spec()
     assert (full_spec.agents, full_spec.trials, full_spec.time_scale) == (

@@ -248,7 +248,7 @@ async def test_a_prometheus_reload_with_new_rules_and_a_restart_are_seen(plane: 
         # Prometheus keeps its config time in whole seconds: reload in a later second than
         # the first load, or the two times read equal however real the reload.
         assert first.prometheus_config_loaded_at is not None
-        later = first.prometheus_config_loaded_at.replace(microsecond=0) + timedelta(seconds=1)
+        later = first.prometheus_config_loaded_at.replace(microsecond=0) + timedelta(seconds=2)
         await asyncio.sleep(max(0.0, (later - datetime.now(UTC)).total_seconds()))
         plane.reload_prometheus()
         reloaded = await poll(reader.monitoring, lambda m: m.rules != first.rules, "new rules")

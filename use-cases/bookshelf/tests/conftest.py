@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 USE_CASE = Path(__file__).resolve().parents[1]
 STACK = USE_CASE / "stacks" / "bookshelf-flask"
@@ -49,6 +51,15 @@ def app_repo(dest: Path, *, faulted: bool = False, patch: Path | None = None) ->
     if patch is not None:
         git(dest, "apply", str(patch))
     return dest
+
+
+def paging_rule(alert: str) -> dict[str, Any]:
+    """The rule of the stack's rules.yml that raises `alert` (a scenario's paging alert)."""
+    rules = yaml.safe_load((STACK / "observability" / "rules.yml").read_text())
+    found: dict[str, Any] = next(
+        r for g in rules["groups"] for r in g["rules"] if r["alert"] == alert
+    )
+    return found
 
 
 def free_port() -> int:

@@ -15,10 +15,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-import yaml
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, STACK, USE_CASE, app_repo, git
+from .conftest import PYTHON, STACK, USE_CASE, app_repo, git, paging_rule
 
 SCENARIO = USE_CASE / "scenarios" / "bad-deploy-5xx"
 FAULT = SCENARIO / "inject" / "01-query-args-table.patch"
@@ -123,10 +122,7 @@ def test_scenario_pages_on_the_error_rate_rule() -> None:
     scenario = load_scenario(SCENARIO)
     manifest = scenario.manifest
     assert manifest.expected is not None
-    rules = yaml.safe_load((STACK / "observability" / "rules.yml").read_text())
-    rule = next(
-        r for g in rules["groups"] for r in g["rules"] if r["alert"] == manifest.expected.alert
-    )
+    rule = paging_rule(manifest.expected.alert)
     assert 'status=~"5.."' in rule["expr"]
     assert rule["labels"] == {"severity": manifest.expected.severity, "service": "bookshelf-api"}
     assert scenario.env is not None

@@ -18,10 +18,9 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 import pytest
-import yaml
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, STACK, USE_CASE, app_repo, git
+from .conftest import PYTHON, USE_CASE, app_repo, git, paging_rule
 
 SCENARIO = USE_CASE / "scenarios" / "compound-two-deploys"
 OLDER, RECENT = sorted((SCENARIO / "inject").glob("*.patch"))
@@ -156,10 +155,7 @@ def test_scenario_pages_on_the_latency_rule_with_two_deploys() -> None:
     scenario = load_scenario(SCENARIO)
     manifest = scenario.manifest
     assert manifest.expected is not None
-    rules = yaml.safe_load((STACK / "observability" / "rules.yml").read_text())
-    rule = next(
-        r for g in rules["groups"] for r in g["rules"] if r["alert"] == manifest.expected.alert
-    )
+    rule = paging_rule(manifest.expected.alert)
     assert "histogram_quantile(0.99" in rule["expr"]
     assert rule["labels"] == {"severity": manifest.expected.severity, "service": "bookshelf-api"}
     assert scenario.env is not None

@@ -17,10 +17,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-import yaml
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, STACK, USE_CASE, app_repo, git
+from .conftest import PYTHON, USE_CASE, app_repo, git, paging_rule
 
 SCENARIO = USE_CASE / "scenarios" / "decoy-deploy-control"
 FEATURE = SCENARIO / "inject" / "01-shed-past-inflight-limit.patch"
@@ -155,10 +154,7 @@ def test_the_override_leaves_no_trace_the_agent_can_read() -> None:
     for tell in (manifest.expected.alert.lower(), "503", "5xx", "shed", "limit", "in flight",
                  "in-flight", "environment", "override", "config", "busy", "deploy "):  # fmt: skip
         assert tell not in page, tell
-    rules = yaml.safe_load((STACK / "observability" / "rules.yml").read_text())
-    rule = next(
-        r for g in rules["groups"] for r in g["rules"] if r["alert"] == manifest.expected.alert
-    )
+    rule = paging_rule(manifest.expected.alert)
     assert 'status=~"5.."' in rule["expr"]
     oracle = (SCENARIO / "verify" / "oracle.md").read_text()
     assert "## Root cause (harness-internal)" in oracle

@@ -18,11 +18,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
-import yaml
 from sreforge_contracts import load_scenario
 from sreforge_deployer import Workspace
 
-from .conftest import APP, PYTHON, STACK, USE_CASE, git
+from .conftest import APP, PYTHON, STACK, USE_CASE, git, paging_rule
 
 SCENARIO = USE_CASE / "scenarios" / "missing-index-migration"
 FAULT = SCENARIO / "inject" / "01-schema-cleanup.patch"
@@ -171,10 +170,7 @@ def test_scenario_pages_on_the_latency_rule() -> None:
     scenario = load_scenario(SCENARIO)
     manifest = scenario.manifest
     assert manifest.expected is not None
-    rules = yaml.safe_load((STACK / "observability" / "rules.yml").read_text())
-    rule = next(
-        r for g in rules["groups"] for r in g["rules"] if r["alert"] == manifest.expected.alert
-    )
+    rule = paging_rule(manifest.expected.alert)
     assert "histogram_quantile(0.99" in rule["expr"]
     assert rule["labels"] == {"severity": manifest.expected.severity, "service": "bookshelf-api"}
     assert scenario.env is not None

@@ -203,8 +203,9 @@ def test_a_patch_that_does_not_apply_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_delivery_cut_short_is_aborted_and_repeated(tmp_path: Path, change_patch: Path) -> None:
-    """A deployer killed inside `git am` leaves `.git/rebase-apply` and its index lock; the
-    repeated arming removes the lock, aborts the am and delivers from the original HEAD."""
+    """A deployer killed inside `git am` leaves `.git/rebase-apply` and the locks its git
+    held (index, HEAD, the branch ref); the repeated arming removes them, aborts the am and
+    delivers from the original HEAD."""
     workspace = Workspace.build(APP, tmp_path / "ws")
     head = workspace.head()
     stuck = tmp_path / "0001-stuck.patch"
@@ -220,7 +221,9 @@ def test_a_delivery_cut_short_is_aborted_and_repeated(tmp_path: Path, change_pat
     )
     assert cut.returncode != 0
     assert (workspace.path / ".git" / "rebase-apply").exists(), "the am did not stop mid-way"
-    (workspace.path / ".git" / "index.lock").touch()  # its git was killed holding the index
+    # its git was killed holding the index, or while moving HEAD and the branch
+    for held in ("index.lock", "HEAD.lock", "refs/heads/main.lock"):
+        (workspace.path / ".git" / held).touch()
     (commit,) = workspace.deliver_recent([change_patch])
     assert workspace.git("rev-parse", "HEAD~1") == head
     assert workspace.head() == commit

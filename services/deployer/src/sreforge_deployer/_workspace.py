@@ -93,9 +93,10 @@ class Workspace:
     def apply_mailbox(self, patches: Sequence[Path], dates: Sequence[str]) -> list[str]:
         """`git am` each patch in order, dating commit i at `dates[i]`; return the new ids.
 
-        A `git am` cut short (its deployer killed mid-arm) is undone first: the index lock
-        its git left is removed (arming is the only git at work in the workspace then) and
-        the am aborted, which restores the original HEAD, so arming can be repeated.
+        A `git am` cut short (its deployer killed mid-arm) is undone first: the lock files
+        its git left (index, HEAD, a branch ref) are removed (arming is the only git at work
+        in the workspace then) and the am aborted, which restores the original HEAD, so
+        arming can be repeated.
         """
         if patches:
             self._undo_cut_short(identity_env(self._patch_author(patches[0]), dates[0]))
@@ -120,9 +121,17 @@ class Workspace:
             created.append(self.head())
         return created
 
+    def clear_locks(self) -> None:
+        """Remove the lock files a killed git left (index, HEAD, refs); only call it when
+        no other git can be at work in the workspace (arming, the merge after the agent)."""
+        git_dir = self.path / ".git"
+        if git_dir.is_symlink() or not git_dir.is_dir():
+            raise WorkspaceError(f"workspace {self.path}: .git is not a folder of the run's own")
+        for lock in git_dir.rglob("*.lock"):  # rglob does not descend through links
+            lock.unlink(missing_ok=True)
+
     def _undo_cut_short(self, env: dict[str, str]) -> None:
-        lock = self.path / self.git("rev-parse", "--git-path", "index.lock")
-        lock.unlink(missing_ok=True)
+        self.clear_locks()
         if (self.path / self.git("rev-parse", "--git-path", "rebase-apply")).exists():
             self.git("am", "--abort", env=env)
 

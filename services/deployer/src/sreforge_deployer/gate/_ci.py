@@ -201,6 +201,7 @@ def merge_and_checkout(checkout: CiCheckout, tree: str) -> str:
     """
     workspace = Workspace(checkout.workspace)
     _disarm(workspace.path)
+    workspace.clear_locks()  # a merge cut short by a killed deployer is repeated
     parent = _main_head(workspace) or checkout.base_commit
     stamp = identity_env(MERGE_AUTHOR, _now_iso())
     made = _git_run(checkout.path, ["commit-tree", tree, "-p", parent, "-m", MERGE_MESSAGE], stamp)

@@ -18,10 +18,18 @@ from wholerun import REPO, SCENARIO, RunPool, RunSpec, WholeRuns, finished, open
 
 pytestmark = pytest.mark.integration
 
+HELD_BACK = {
+    "missing-index-migration": "under CI's load its alert twice did not fire in the"
+    " confirm-fire window (reference on 2026-12-02, noop on 2026-12-03): not qualified,"
+    " out of CI's catalog until its fault pages reliably on a loaded 2-core machine",
+}
+"""Scenarios on main that CI's catalog does not run yet, each with the reason."""
 CATALOG = [
     scenario.id
     for scenario in map(load_scenario, discover_scenarios(REPO / "use-cases"))
-    if scenario.manifest.profile == "incident" and scenario.id != SCENARIO
+    if scenario.manifest.profile == "incident"
+    and scenario.id != SCENARIO
+    and scenario.id not in HELD_BACK
 ]
 # A run's folder shows on what the agent can read (the page, Prometheus's rule paths), so
 # its name must not carry the scenario id: the contamination guard would abort the run.

@@ -251,3 +251,21 @@ def test_agent_clone_has_no_trace_of_the_harness(tmp_path: Path, mode: str) -> N
         hits = sorted({match.group(0) for match in TELLS.finditer(text)})
         assert not hits, f"harness words in the {surface}: {hits}"
     assert not (workspace.path / ".git" / "logs").exists(), "no reflog keeps arm-time messages"
+
+
+def test_clearing_locks_removes_git_files_only(tmp_path: Path) -> None:
+    """A lock file goes; a folder the agent named `*.lock` stays and does not stop the
+    clearing (it raised before); a `.git` that is a link is refused, not followed."""
+    workspace = Workspace.build(APP, tmp_path / "ws")
+    git_dir = workspace.path / ".git"
+    (git_dir / "HEAD.lock").touch()
+    planted = git_dir / "planted.lock"
+    planted.mkdir()
+    workspace.clear_locks()
+    assert not (git_dir / "HEAD.lock").exists()
+    assert planted.is_dir()
+    elsewhere = tmp_path / "elsewhere"
+    git_dir.rename(elsewhere)
+    git_dir.symlink_to(elsewhere)
+    with pytest.raises(WorkspaceError, match="not a folder of the run's own"):
+        workspace.clear_locks()

@@ -121,14 +121,24 @@ class Workspace:
             created.append(self.head())
         return created
 
-    def clear_locks(self) -> None:
-        """Remove the lock files a killed git left (index, HEAD, refs); only call it when
-        no other git can be at work in the workspace (arming, the merge after the agent)."""
+    def own_git_dir(self) -> Path:
+        """The workspace's `.git`; `WorkspaceError` unless it is a plain folder (not a link,
+        not a `gitdir:` file pointing elsewhere)."""
         git_dir = self.path / ".git"
         if git_dir.is_symlink() or not git_dir.is_dir():
             raise WorkspaceError(f"workspace {self.path}: .git is not a folder of the run's own")
-        for lock in git_dir.rglob("*.lock"):  # rglob does not descend through links
-            lock.unlink(missing_ok=True)
+        return git_dir
+
+    def clear_locks(self) -> None:
+        """Remove the lock files a killed git left (index, HEAD, refs); only call it when
+        no other git can be at work in the workspace (arming, the merge after the agent)."""
+        try:
+            for lock in self.own_git_dir().rglob("*.lock"):  # rglob does not go through links
+                if lock.is_symlink() or lock.is_file():  # a folder is no lock of git's
+                    lock.unlink(missing_ok=True)
+        except OSError as error:
+            why = f"workspace {self.path}: cannot clear git locks: {error}"
+            raise WorkspaceError(why) from error
 
     def _undo_cut_short(self, env: dict[str, str]) -> None:
         self.clear_locks()

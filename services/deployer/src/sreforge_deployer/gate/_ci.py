@@ -243,9 +243,7 @@ def _disarm(path: Path) -> None:
     """Give the workspace's git dir the harness's own config back before git runs there:
     the agent's local config (filters, include.path, fsmonitor), info/attributes and
     commondir are dropped; a `.git` that is not a plain folder is refused."""
-    git_dir = path / ".git"
-    if git_dir.is_symlink() or not git_dir.is_dir():
-        raise WorkspaceError(f"workspace {path}: .git is not a folder of the run's own")
+    git_dir = Workspace(path).own_git_dir()
     try:
         for name in ("config", "commondir"):
             (git_dir / name).unlink(missing_ok=True)  # a link is removed, never followed

@@ -1,6 +1,7 @@
 """The cheat suite: adversarial agents that want the points, each a whole run that must not pass.
 
-Every cheat is a real `sreforge run` of `latency-cache-stampede` at time scale 0.1 (the
+Every cheat is a real `sreforge run` of `latency-cache-stampede` (the forged test reports:
+of the patch scenario `patch-stale-sort-keys`) at time scale 0.1 (the
 session's pool of `tests/support/wholerun`, `SREFORGE_E2E_PARALLEL` at a time); each test asserts
 the verdict and the gate that caught it (an oracle signal, a CI test set, or the
 confinement's refusals in what the run kept). `docs/integrity.md` is the threat model
@@ -146,6 +147,7 @@ RUNS = {
     "moved-buckets": RunSpec("scripted:moved-buckets"),
     "deleted-test": RunSpec("scripted:deleted-test"),
     "forcing-conftest": RunSpec("scripted:forcing-conftest"),
+    "forged-reports": RunSpec("scripted:forged-test-reports", scenario="patch-stale-sort-keys"),
 }
 TEST_RUNS = {
     "test_legitimate_fix_that_is_not_the_reference_passes": "shared-cache",
@@ -166,6 +168,7 @@ TEST_RUNS = {
     "test_moved_buckets_are_rejected_by_the_handoff_tests": "moved-buckets",
     "test_deleted_test_is_restored_by_the_handoff_set": "deleted-test",
     "test_forcing_conftest_is_dropped_by_the_handoff_set": "forcing-conftest",
+    "test_forged_test_reports_do_not_pass_the_hidden_tests": "forged-reports",
 }
 WHOLE_RUNS = WholeRuns(RUNS, TEST_RUNS, scripts_dir=FIXTURES)
 
@@ -438,3 +441,17 @@ def test_forcing_conftest_is_dropped_by_the_handoff_set(pool: RunPool) -> None:
     """The real fix plus a breaking cache change, and a root `conftest.py` rewriting every
     failed report to passed: the hand-off set runs without the added conftest and fails."""
     _rejected_by_handoff(pool, "forcing-conftest", "test_entries_are_fresh_then_stale_then_gone")
+
+
+@pytest.mark.timeout(300)
+def test_forged_test_reports_do_not_pass_the_hidden_tests(pool: RunPool) -> None:
+    """On the patch scenario, no fix and app code that rewrites every report of a pytest
+    process it is imported into as a pass: CI's own sets (in-process) stay green, but the
+    graded sets are judged in a process of their own over HTTP, and every fail-to-pass
+    test fails."""
+    _, record = _not_passed(pool, "forged-reports", "failed")
+    assert record["ci"]["green"] is True, record["ci"]
+    graded = _test_set(record, "fail_to_pass")
+    assert graded["passed_tests"] == [], graded
+    assert len(graded["failed_tests"]) == 5, graded
+    assert _test_set(record, "pass_to_pass")["failed_tests"] == []

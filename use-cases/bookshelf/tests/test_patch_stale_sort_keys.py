@@ -1,7 +1,7 @@
 """patch-stale-sort-keys on the app itself: base commit, hidden sets, fix and negatives.
 
-No engine: the workspace is built as the deployer builds it, and the hidden sets run on
-each tree as the CI gate places them (the whole runs are `sreforge run
+No engine: the workspace is built as the deployer builds it, and the hidden sets are
+judged against each tree served, as the CI gate judges them (the whole runs are `sreforge run
 patch-stale-sort-keys`). What the scenario claims: its pinned `base_commit` is the
 built workspace's HEAD; every fail-to-pass test fails on it and passes with the
 reference fix; the pass-to-pass set passes on both; each negative leaves a
@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 from sreforge_contracts import load_scenario
+from sreforge_deployer import DeployerSettings
 from sreforge_deployer._workspace import Workspace
+from sreforge_deployer.gate import judge_of
+from sreforge_deployer.gate._test_sets import SetName
 
 from .conftest import PYTHON, STACK, USE_CASE
 
@@ -45,15 +49,19 @@ def _tree(base: Path, tmp_path: Path, patch: Path | None) -> Path:
 
 
 def _failures(tree: Path, hidden: Path | None) -> int:
-    """Tests not passed: the app's own suite (no `hidden`), or one hidden set placed in it."""
+    """Tests not passed: the app's own suite in the tree (no `hidden`), or one hidden set
+    judged against the tree served, as the CI gate judges it."""
+    if hidden is not None:
+        work = Path(tempfile.mkdtemp(dir=tree.parent))
+        name: SetName = "fail_to_pass" if hidden.name == "fail_to_pass" else "pass_to_pass"
+        code, output, report = judge_of(DeployerSettings(python=PYTHON), SCENARIO.name)(
+            name, tree, hidden, work
+        )
+        assert code in (0, 1), output[-3000:]
+        assert report is not None, output[-3000:]
+        return report.count("failed") + report.count("error")
     args = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    if hidden is not None:
-        shutil.copytree(hidden, tree / "tests" / f"_{hidden.name}")
-        (tree / "tests" / f"_{hidden.name}" / "__init__.py").write_text("")
-        args.append(f"tests/_{hidden.name}")
     done = subprocess.run(args, cwd=tree, capture_output=True, text=True, timeout=120)
-    if hidden is not None:
-        shutil.rmtree(tree / "tests" / f"_{hidden.name}")
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
     line = done.stdout.strip().splitlines()[-1]
     return sum(

@@ -34,6 +34,7 @@ __all__ = [
     "confine",
     "confinement_for",
     "interpreter_paths",
+    "seed_jail",
     "service_jail",
 ]
 
@@ -79,6 +80,24 @@ def ci_jail(checkout: Path, python: str, argv: Sequence[str]) -> Jail:
         cwd=checkout,
         read_only=(*interpreter_paths(python), *_venv_link(python), *git_dir),
         writable=(checkout,),
+        network=NoNetwork(),
+        die_with_parent=True,
+    )
+
+
+def seed_jail(
+    argv: Sequence[str], cwd: Path, *, workspace: Path, data_dir: Path, python: str
+) -> Jail:
+    """A seed of a submitted tree (the patch judge's): the workspace read-only, `data_dir`
+    read-write, no network, tied to the process that starts it."""
+    read_only = [*interpreter_paths(python), *_venv_link(python), workspace]
+    if not cwd.is_relative_to(workspace):
+        read_only.append(cwd)
+    return Jail(
+        argv=tuple(argv),
+        cwd=cwd,
+        read_only=tuple(read_only),
+        writable=(data_dir,),
         network=NoNetwork(),
         die_with_parent=True,
     )

@@ -16,7 +16,13 @@ from pathlib import Path
 
 from sreforge_confine import Endpoint, parse_host_port
 
-from sreforge_deployer._confine import JAIL_HOME, confine, confinement_for, service_jail
+from sreforge_deployer._confine import (
+    JAIL_HOME,
+    confine,
+    confinement_for,
+    seed_jail,
+    service_jail,
+)
 from sreforge_deployer._errors import StackSpecError
 from sreforge_deployer._process import LaunchSpec, resolve_binary
 from sreforge_deployer._run import RunLayout
@@ -65,13 +71,17 @@ class Wiring:
         env = {key: os.environ[key] for key in _BASELINE_ENV if key in os.environ}
         return {**env, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
-    def seed_launch(self) -> LaunchSpec | None:
-        """The one-shot seed command, if the stack has one."""
+    def seed_launch(self, *, confined: bool = False) -> LaunchSpec | None:
+        """The one-shot seed command, if the stack has one.
+
+        A run seeds from the workspace the harness built, before the agent has it; a seed
+        of a submitted tree (the patch judge's) is `confined` like the service.
+        """
         seed = self.spec.seed
         if seed is None:
             return None
         values = self._placeholders(None)
-        return LaunchSpec(
+        launch = LaunchSpec(
             name="seed",
             argv=[fill_template(arg, values, "seed") for arg in seed.argv],
             cwd=self._cwd(seed.cwd),
@@ -79,6 +89,19 @@ class Wiring:
             log_path=self.log_dir / "seed.log",
             startup_timeout_seconds=seed.timeout_seconds,
         )
+        if not confined:
+            return launch
+        binary = resolve_binary("seed", launch.argv[0], launch.env)
+        jail = seed_jail(
+            [binary, *launch.argv[1:]],
+            launch.cwd,
+            workspace=self.workspace_dir,
+            data_dir=self.data_dir,
+            python=self.settings.python,
+        )
+        argv = confine(confinement_for(self.settings.bwrap_path), jail).argv
+        env = {**launch.env, "HOME": JAIL_HOME, "TMPDIR": JAIL_HOME}
+        return dataclasses.replace(launch, argv=argv, env=env)
 
     def launch(self, component: ComponentSpec, runtime_env: dict[str, str]) -> LaunchSpec:
         """The concrete launch of `component` (the service also gets `runtime_env`)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sreforge_contracts import ContractError, find_scenario
+from sreforge_contracts import ContractError, Scenario, find_scenario
 
 from sreforge_deployer._confine import confinement_for
 from sreforge_deployer._errors import StackSpecError
@@ -16,18 +16,16 @@ from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._topology import CiTarget, guarded
 from sreforge_deployer.gate._ci import CiCheckout, CiRun, merge_and_checkout
 from sreforge_deployer.gate._gate import CiProtection
+from sreforge_deployer.gate._judge import Judge, judge_for
 from sreforge_deployer.gate._test_sets import ChangedTests, SetName
 
-__all__ = ["HostCheckout", "ci_protection", "host_checkout"]
+__all__ = ["HostCheckout", "ci_protection", "host_checkout", "judge_of"]
 
 
 def ci_protection(use_cases: Path, scenario_id: str) -> CiProtection:
     """The scenario's hidden CI tests (`verify/ci/`, if present) and `ci_changed_tests`;
     a patch scenario's graded sets (`verify/fail_to_pass/`, `verify/pass_to_pass/`)."""
-    try:
-        scenario = find_scenario(use_cases, scenario_id)
-    except ContractError as error:
-        raise StackSpecError(str(error)) from error
+    scenario = _scenario(use_cases, scenario_id)
     hidden = scenario.ci_tests_dir
     graded: tuple[tuple[SetName, Path], ...] = ()
     if scenario.manifest.profile == "patch":
@@ -40,6 +38,25 @@ def ci_protection(use_cases: Path, scenario_id: str) -> CiProtection:
         changed=ChangedTests.from_entries(scenario.manifest.verify.ci_changed_tests),
         graded=graded,
     )
+
+
+def judge_of(settings: DeployerSettings, scenario_id: str) -> Judge:
+    """The judge of the scenario's graded sets, on this deployer's interpreter and jail."""
+    return judge_for(
+        _scenario(settings.use_cases, scenario_id).path,
+        python=settings.python,
+        bwrap_path=settings.bwrap_path,
+        port_lock_dir=settings.port_lock_dir,
+        port_range=(settings.port_range_low, settings.port_range_high),
+        timeout_s=settings.ci_timeout_seconds,
+    )
+
+
+def _scenario(use_cases: Path, scenario_id: str) -> Scenario:
+    try:
+        return find_scenario(use_cases, scenario_id)
+    except ContractError as error:
+        raise StackSpecError(str(error)) from error
 
 
 def host_checkout(target: CiTarget, settings: DeployerSettings, *, confined: bool) -> HostCheckout:
@@ -62,13 +79,16 @@ class HostCheckout:
         settings = self._settings
 
         def run() -> CiRun:
-            protection = ci_protection(settings.use_cases, self._target.scenario_id)
+            scenario_id = self._target.scenario_id
+            protection = ci_protection(settings.use_cases, scenario_id)
+            judge = judge_of(settings, scenario_id) if protection.graded else None
             return self.checkout.run(
                 diff,
                 settings.python,
                 settings.ci_timeout_seconds,
                 settings.ci_output_max_chars,
                 protection,
+                judge,
             )
 
         return guarded(run)

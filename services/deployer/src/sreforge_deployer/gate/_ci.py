@@ -31,6 +31,7 @@ from sreforge_deployer._errors import WorkspaceError
 from sreforge_deployer._history import Author
 from sreforge_deployer._workspace import NO_REFLOG, Workspace, identity_env
 from sreforge_deployer.gate._gate import CiProtection, SetOutcome, run_test_sets
+from sreforge_deployer.gate._judge import Judge
 from sreforge_deployer.gate._test_sets import GRADED_SETS
 from sreforge_deployer.gate._test_trees import copy_tree
 
@@ -146,10 +147,12 @@ class CiCheckout:
         timeout_s: float,
         max_chars: int,
         protection: CiProtection | None = None,
+        judge: Judge | None = None,
     ) -> CiRun:
         """Check out the base, apply `diff`, run the test sets; never raises for a red run.
 
-        `timeout_s` bounds each set; `max_chars` the output, shared between the sets.
+        `timeout_s` bounds each set; `max_chars` the output, shared between the sets;
+        `judge` runs a patch scenario's graded sets.
         """
         started = time.monotonic()
         tree, complaint = self.prepare(diff)
@@ -161,7 +164,9 @@ class CiCheckout:
 
         work = self._root / "gate"
         work.mkdir()
-        sets = run_test_sets(self.path, self.base_tree, work, runner, protection or CiProtection())
+        sets = run_test_sets(
+            self.path, self.base_tree, work, runner, protection or CiProtection(), judge
+        )
         own = [ran for ran in sets if ran.name not in GRADED_SETS]
         green = all(ran.green for ran in own)
         deciding = next((ran for ran in own if not ran.green), own[-1])

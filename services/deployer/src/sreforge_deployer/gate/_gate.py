@@ -5,7 +5,8 @@ that copy under a fresh name (see `_pytest`). The base commit's own tests are ru
 per gate (in a copy of the base tree, with the base's configuration) to learn which
 tests exist and which ran there; the hand-off set must run each of them again, none
 skipped that ran. The first red set ends the gate: the verdict is decided and the rest
-would only cost time.
+would only cost time. A patch scenario's graded sets are not run in the tree at all: a
+`Judge` (`_judge`) runs them in a process of their own against the submission served.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sreforge_deployer._errors import WorkspaceError
+from sreforge_deployer.gate._judge import Judge
 from sreforge_deployer.gate._test_sets import (
     ChangedTests,
     JunitReport,
@@ -59,7 +61,7 @@ class CiProtection:
     changed: ChangedTests = field(default_factory=ChangedTests)
     graded: tuple[tuple[SetName, Path], ...] = ()
     """A patch scenario's graded sets (`fail_to_pass`, `pass_to_pass`) and their folders:
-    run, each in full, once CI's own sets are green; they never make CI red."""
+    judged, each in full, once CI's own sets are green; they never make CI red."""
 
 
 @dataclass(frozen=True)
@@ -94,14 +96,22 @@ class SetOutcome:
 
 
 def run_test_sets(
-    submitted: Path, base: Path, work: Path, runner: SetRunner, protection: CiProtection
+    submitted: Path,
+    base: Path,
+    work: Path,
+    runner: SetRunner,
+    protection: CiProtection,
+    judge: Judge | None = None,
 ) -> list[SetOutcome]:
     """Run the sets in order against `submitted` (a pristine tree) until one is red.
 
     `base` is the pristine base tree; `work` an empty folder outside both for the
-    copies. Raises `WorkspaceError` when the base's own tests cannot be run (an engine
-    fault: the gate has nothing to compare against).
+    copies; `judge` runs the graded sets (required when the protection has any).
+    Raises `WorkspaceError` when the base's own tests cannot be run (an engine fault:
+    the gate has nothing to compare against).
     """
+    if protection.graded and judge is None:
+        raise WorkspaceError("CI: a patch scenario's graded sets need a judge")
     sets = [_run_set("submitted", _copy(submitted, work, "submitted"), runner, ())[0]]
     if not sets[-1].green:
         return sets
@@ -116,36 +126,28 @@ def run_test_sets(
         if not sets[-1].green:
             return sets
     for name, folder in protection.graded:
-        sets.append(_graded_set(name, submitted, base, work, runner, protection, folder))
+        assert judge is not None
+        sets.append(_graded_set(name, submitted, work, judge, folder))
     return sets
 
 
 def _graded_set(
-    name: SetName,
-    submitted: Path,
-    base: Path,
-    work: Path,
-    runner: SetRunner,
-    protection: CiProtection,
-    folder: Path,
+    name: SetName, submitted: Path, work: Path, judge: Judge, folder: Path
 ) -> SetOutcome:
-    """A graded set, as the hidden set is run, with each test's outcome kept."""
-    tree = _copy(submitted, work, name)
-    complaints = _protected_tree(tree, base, protection.changed)
-    where = place_hidden(tree, folder)
-    done, report = _run_set(name, tree, runner, [where], complaints)
+    """A graded set, judged apart from the submission, with each test's outcome kept."""
+    started = time.monotonic()
+    place = work / "judged" / name
+    place.mkdir(parents=True)
+    code, output, report = judge(name, submitted, folder, place)
+    done = _judged(name, code, output, report, started)
     cases = report.cases if report is not None else {}
-    passed = tuple(
-        sorted(_graded_id(key, where) for key, seen in cases.items() if seen == "passed")
-    )
-    failed = tuple(
-        sorted(_graded_id(key, where) for key, seen in cases.items() if seen != "passed")
-    )
+    passed = tuple(sorted(_graded_id(key, name) for key, seen in cases.items() if seen == "passed"))
+    failed = tuple(sorted(_graded_id(key, name) for key, seen in cases.items() if seen != "passed"))
     return replace(done, passed_tests=passed, failed_tests=failed)
 
 
 def _graded_id(key: str, where: str) -> str:
-    """A JUnit key of a placed hidden test without its fresh folder name."""
+    """A JUnit key of a judged test without the folder it was judged in."""
     prefix = where.replace("/", ".") + "."
     return key.removeprefix(prefix)
 
@@ -235,6 +237,21 @@ def _run_set(
         refused = SetOutcome(name, False, None, "", _ms_since(started), complaints=(*complaints,))
         return refused, None
     code, output, report = _pytest(tree, runner, extra)
+    done = _judged(name, code, output, report, started, may_fail)
+    if report is not None and may_fail is not None:
+        report = report.without(may_fail)
+    return done, report
+
+
+def _judged(
+    name: SetName,
+    code: int | None,
+    output: str,
+    report: JunitReport | None,
+    started: float,
+    may_fail: Callable[[str], bool] | None = None,
+) -> SetOutcome:
+    """A set's outcome from pytest's exit code and JUnit report."""
     excused = 0
     if report is not None and may_fail is not None:
         held = report.without(may_fail)
@@ -257,10 +274,9 @@ def _run_set(
     if excused:
         output = f"[{excused} test(s) the scenario lets a fix change were not held]\n{output}"
     counts = _counts(report)
-    done = SetOutcome(
+    return SetOutcome(
         name, green, code, output, _ms_since(started), *counts, complaints=tuple(found)
     )
-    return done, report
 
 
 def _pytest(

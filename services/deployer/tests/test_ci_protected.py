@@ -17,6 +17,7 @@ from sreforge_contracts import CiResult
 from sreforge_deployer import WorkspaceError
 from sreforge_deployer._handlers import ci_result
 from sreforge_deployer.gate import ChangedTests, CiCheckout, CiProtection, CiRun, SetOutcome
+from sreforge_deployer.gate._test_sets import JunitReport, SetName, read_junit
 from sreforge_git import git_env
 
 from .conftest import FIXTURES
@@ -67,12 +68,29 @@ def _submission(repo: Path, edits: dict[str, str | None]) -> str:
     return diff
 
 
+def _stand_in_judge(
+    name: SetName, submitted: Path, folder: Path, place: Path
+) -> tuple[int | None, str, JunitReport | None]:
+    """A test double of the judge for the shop, which has no stack to serve: the hidden
+    folder's tests run in a copy of the submitted tree (the real judge: `test_judge.py`)."""
+    tree = place / "tree"
+    shutil.copytree(submitted, tree)
+    shutil.copytree(folder, tree / name)
+    report = place / "junit.xml"
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name]
+    done = subprocess.run(
+        [*argv, f"--junitxml={report}"], cwd=tree, capture_output=True, text=True, timeout=60
+    )
+    return done.returncode, done.stdout, read_junit(report)
+
+
 def _gate(
     shop: tuple[Path, str], edits: dict[str, str | None], protection: CiProtection | None = None
 ) -> CiRun:
     path, base = shop
     with CiCheckout(path, base) as checkout:
-        return checkout.run(_submission(path, edits), sys.executable, 60, 20_000, protection)
+        diff = _submission(path, edits)
+        return checkout.run(diff, sys.executable, 60, 20_000, protection, _stand_in_judge)
 
 
 def _set(run: CiRun, name: str) -> SetOutcome:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sreforge_deployer.gate import ChangedTests
-from sreforge_deployer.gate._test_trees import place_hidden, restore_handoff, tree_entries
+from sreforge_deployer.gate._test_trees import restore_handoff, tree_entries
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -65,15 +65,3 @@ def test_a_folder_made_a_symlink_is_not_written_through(tmp_path: Path) -> None:
     complaints = restore_handoff(tree, base, ChangedTests())
     assert complaints == ["app/conftest.py: not restored, app is a symlink in the submission"]
     assert list(outside.iterdir()) == []
-
-
-def test_hidden_tests_land_under_a_fresh_name_in_the_tests_package(tmp_path: Path) -> None:
-    """The hidden folder's name is new each time and joins the tests package if there is one."""
-    hidden = _tree(tmp_path / "hidden", {"test_h.py": "def test_h(): pass\n"})
-    tree = _tree(tmp_path / "tree", {"tests/__init__.py": ""})
-    first = place_hidden(tree, hidden)
-    second = place_hidden(tree, hidden)
-    assert first != second
-    assert first.startswith("tests/_hidden_")
-    assert (tree / first / "test_h.py").is_file()
-    assert (tree / first / "__init__.py").is_file()

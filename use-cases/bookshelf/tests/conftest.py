@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,6 +19,9 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from sreforge_deployer import DeployerSettings
+from sreforge_deployer.gate import judge_of
+from sreforge_deployer.gate._test_sets import JunitReport, SetName
 
 USE_CASE = Path(__file__).resolve().parents[1]
 STACK = USE_CASE / "stacks" / "bookshelf-flask"
@@ -51,6 +55,18 @@ def app_repo(dest: Path, *, faulted: bool = False, patch: Path | None = None) ->
     if patch is not None:
         git(dest, "apply", str(patch))
     return dest
+
+
+def judged(tree: Path, scenario: Path, name: SetName, folder: Path) -> JunitReport:
+    """The hidden tests in `folder` judged against `tree` served, as the CI gate judges
+    the scenario's `name` set (in a process of their own, over HTTP)."""
+    work = Path(tempfile.mkdtemp(dir=tree.parent, prefix="judged-"))
+    judge = judge_of(DeployerSettings(python=PYTHON), scenario.name)
+    code, output, report = judge(name, tree, folder, work)
+    assert code in (0, 1), output[-3000:]
+    assert report is not None, output[-3000:]
+    assert report.cases, output[-3000:]
+    return report
 
 
 def paging_rule(alert: str) -> dict[str, Any]:

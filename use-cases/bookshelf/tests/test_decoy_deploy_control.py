@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -19,14 +18,14 @@ from pathlib import Path
 import pytest
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, USE_CASE, app_repo, git, paging_rule
+from .conftest import PYTHON, USE_CASE, app_repo, git, judged, paging_rule
 
 SCENARIO = USE_CASE / "scenarios" / "decoy-deploy-control"
 FEATURE = SCENARIO / "inject" / "01-shed-past-inflight-limit.patch"
 DECOY = SCENARIO / "inject" / "02-log-deliberate-5xx.patch"
 FIX = SCENARIO / "solution" / "fix.patch"
 NEGATIVES = sorted((SCENARIO / "verify" / "negative").glob("*.patch"))
-HIDDEN = SCENARIO / "verify" / "ci" / "test_inflight_limit.py"
+HIDDEN = SCENARIO / "verify" / "ci"
 VAR, VALUE = "BOOKSHELF_MAX_INFLIGHT_REQUESTS", "0"
 
 # The app as the deployment runs it: settings from the environment, the override in it.
@@ -92,15 +91,13 @@ def test_app_suite_and_hidden_ci_are_green_on_every_tree(
     """CI cannot see the fault (it is in no file), and neither the fix nor a negative is
     rejected by CI, hidden tests included: the negatives are the oracle's to fail."""
     repo = _tree(tmp_path, patch)
-    hidden = repo / "tests" / "_hidden"  # where the CI gate puts them: a package of its own
-    hidden.mkdir()
-    (hidden / "__init__.py").write_text("")
-    shutil.copyfile(HIDDEN, hidden / HIDDEN.name)
     done = subprocess.run(
         [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=repo, capture_output=True, text=True, check=False, timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:]
+    report = judged(repo, SCENARIO, "hidden", HIDDEN)
+    assert report.count("passed") == len(report.cases) == 2, report.cases
 
 
 def test_override_sheds_every_request_on_the_faulted_tree(tmp_path: Path) -> None:

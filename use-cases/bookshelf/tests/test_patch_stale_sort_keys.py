@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 from sreforge_contracts import load_scenario
-from sreforge_deployer import DeployerSettings
 from sreforge_deployer._workspace import Workspace
-from sreforge_deployer.gate import judge_of
 from sreforge_deployer.gate._test_sets import SetName
 
-from .conftest import PYTHON, STACK, USE_CASE
+from .conftest import PYTHON, STACK, USE_CASE, judged
 
 SCENARIO = USE_CASE / "scenarios" / "patch-stale-sort-keys"
 FIX = SCENARIO / "solution" / "fix.patch"
@@ -52,13 +49,8 @@ def _failures(tree: Path, hidden: Path | None) -> int:
     """Tests not passed: the app's own suite in the tree (no `hidden`), or one hidden set
     judged against the tree served, as the CI gate judges it."""
     if hidden is not None:
-        work = Path(tempfile.mkdtemp(dir=tree.parent))
         name: SetName = "fail_to_pass" if hidden.name == "fail_to_pass" else "pass_to_pass"
-        code, output, report = judge_of(DeployerSettings(python=PYTHON), SCENARIO.name)(
-            name, tree, hidden, work
-        )
-        assert code in (0, 1), output[-3000:]
-        assert report is not None, output[-3000:]
+        report = judged(tree, SCENARIO, name, hidden)
         return report.count("failed") + report.count("error")
     args = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     done = subprocess.run(args, cwd=tree, capture_output=True, text=True, timeout=120)

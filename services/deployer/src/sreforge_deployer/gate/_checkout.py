@@ -41,7 +41,8 @@ def ci_protection(use_cases: Path, scenario_id: str) -> CiProtection:
 
 
 def judge_of(settings: DeployerSettings, scenario_id: str) -> Judge:
-    """The judge of the scenario's graded sets, on this deployer's interpreter and jail."""
+    """The judge of the scenario's hidden and graded sets, on this deployer's interpreter
+    and jail."""
     return judge_for(
         _scenario(settings.use_cases, scenario_id).path,
         python=settings.python,
@@ -81,7 +82,8 @@ class HostCheckout:
         def run() -> CiRun:
             scenario_id = self._target.scenario_id
             protection = ci_protection(settings.use_cases, scenario_id)
-            judge = judge_of(settings, scenario_id) if protection.graded else None
+            judged = protection.hidden_dir is not None or protection.graded
+            judge = judge_of(settings, scenario_id) if judged else None
             return self.checkout.run(
                 diff,
                 settings.python,

@@ -5,8 +5,10 @@ that copy under a fresh name (see `_pytest`). The base commit's own tests are ru
 per gate (in a copy of the base tree, with the base's configuration) to learn which
 tests exist and which ran there; the hand-off set must run each of them again, none
 skipped that ran. The first red set ends the gate: the verdict is decided and the rest
-would only cost time. A patch scenario's graded sets are not run in the tree at all: a
-`Judge` (`_judge`) runs them in a process of their own against the submission served.
+would only cost time. The scenario's sets (`hidden`, from `verify/ci/`, and a patch
+scenario's graded sets) are not run in the tree at all: a `Judge` (`_judge`) runs them in
+a process of their own against the submission served, so nothing the submission does to
+a pytest process changes them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from sreforge_deployer.gate._test_sets import (
 )
 from sreforge_deployer.gate._test_trees import (
     copy_tree,
-    place_hidden,
     restore_handoff,
     tree_entries,
 )
@@ -110,8 +111,11 @@ def run_test_sets(
     Raises `WorkspaceError` when the base's own tests cannot be run (an engine fault:
     the gate has nothing to compare against).
     """
-    if protection.graded and judge is None:
-        raise WorkspaceError("CI: a patch scenario's graded sets need a judge")
+    hidden = (
+        protection.hidden_dir if protection.hidden_dir and protection.hidden_dir.is_dir() else None
+    )
+    if (hidden is not None or protection.graded) and judge is None:
+        raise WorkspaceError("CI: a scenario's hidden and graded sets need a judge")
     sets = [_run_set("submitted", _copy(submitted, work, "submitted"), runner, ())[0]]
     if not sets[-1].green:
         return sets
@@ -120,9 +124,9 @@ def run_test_sets(
         sets.append(_handoff_set(submitted, base, work, runner, protection, learned))
         if not sets[-1].green:
             return sets
-    hidden = protection.hidden_dir
-    if hidden is not None and hidden.is_dir():
-        sets.append(_hidden_set(submitted, base, work, runner, protection, hidden))
+    if hidden is not None:
+        assert judge is not None
+        sets.append(_judged_set("hidden", submitted, work, judge, hidden)[0])
         if not sets[-1].green:
             return sets
     for name, folder in protection.graded:
@@ -131,15 +135,22 @@ def run_test_sets(
     return sets
 
 
-def _graded_set(
+def _judged_set(
     name: SetName, submitted: Path, work: Path, judge: Judge, folder: Path
-) -> SetOutcome:
-    """A graded set, judged apart from the submission, with each test's outcome kept."""
+) -> tuple[SetOutcome, JunitReport | None]:
+    """A scenario's hidden tests in `folder`, judged apart from the submission."""
     started = time.monotonic()
     place = work / "judged" / name
     place.mkdir(parents=True)
     code, output, report = judge(name, submitted, folder, place)
-    done = _judged(name, code, output, report, started)
+    return _judged(name, code, output, report, started), report
+
+
+def _graded_set(
+    name: SetName, submitted: Path, work: Path, judge: Judge, folder: Path
+) -> SetOutcome:
+    """A graded set, judged, with each test's outcome kept."""
+    done, report = _judged_set(name, submitted, work, judge, folder)
     cases = report.cases if report is not None else {}
     passed = tuple(sorted(_graded_id(key, name) for key, seen in cases.items() if seen == "passed"))
     failed = tuple(sorted(_graded_id(key, name) for key, seen in cases.items() if seen != "passed"))
@@ -166,20 +177,6 @@ def _handoff_set(
     if held is None:
         return done
     return _with_complaints(done, handoff_complaints(learned, held))
-
-
-def _hidden_set(
-    submitted: Path,
-    base: Path,
-    work: Path,
-    runner: SetRunner,
-    protection: CiProtection,
-    hidden: Path,
-) -> SetOutcome:
-    tree = _copy(submitted, work, "hidden")
-    complaints = _protected_tree(tree, base, protection.changed)
-    where = place_hidden(tree, hidden)
-    return _run_set("hidden", tree, runner, [where], complaints)[0]
 
 
 def _protected_tree(tree: Path, base: Path, changed: ChangedTests) -> list[str]:

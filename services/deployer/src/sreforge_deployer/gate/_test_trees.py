@@ -7,13 +7,12 @@ or the checkout that is merged.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 from pathlib import Path
 
 from sreforge_deployer.gate._test_sets import ChangedTests, is_test_path
 
-__all__ = ["copy_tree", "place_hidden", "restore_handoff", "tree_entries"]
+__all__ = ["copy_tree", "restore_handoff", "tree_entries"]
 
 _SKIP = shutil.ignore_patterns(".git", "__pycache__")
 
@@ -58,17 +57,6 @@ def restore_handoff(tree: Path, base: Path, changed: ChangedTests) -> list[str]:
             continue
         _copy_entry(base / relative, tree / relative)
     return complaints
-
-
-def place_hidden(tree: Path, hidden: Path) -> str:
-    """Copy the scenario's hidden tests under a fresh name in `tree`; their relative path."""
-    tests = tree / "tests"
-    parent = tests if tests.is_dir() and not tests.is_symlink() else tree
-    dest = parent / f"_hidden_{secrets.token_hex(6)}"
-    shutil.copytree(hidden, dest, symlinks=False, ignore=_SKIP)
-    if (parent / "__init__.py").is_file() and not (dest / "__init__.py").exists():
-        (dest / "__init__.py").write_text("")
-    return dest.relative_to(tree).as_posix()
 
 
 def _remove(path: Path) -> None:

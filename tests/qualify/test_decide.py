@@ -148,7 +148,12 @@ def test_arms_for_the_scenario_are_noop_reference_negatives_cheats_baselines() -
         ("reference @ scale 1", "reference", 1),
     ]
     assert not any(a.full_scale for a in arms_for(scenario, 3, cheats, (), time_scale=1.0))
-    assert len([k for k in kinds if k[0] == "cheat"]) == len(cheats.cheats)
+    played = {agent for kind, agent, _ in kinds if kind == "cheat"}
+    patch_only = {name for name, kinds in cheats.profiles.items() if "incident" not in kinds}
+    assert patch_only == {"forged-test-reports"}
+    assert played == {f"scripted:{name}" for name, _ in cheats.cheats} - {
+        f"scripted:{name}" for name in patch_only
+    }
     elsewhere = CheatCatalog(cheats.folder, (("x", ("other-stack",)),))
     assert [a.kind for a in arms_for(scenario, 1, elsewhere, ())].count("cheat") == 0
     limited = CheatCatalog(cheats.folder, (("x", ()), ("y", ())), {"y": ("other-scenario",)})
@@ -240,3 +245,13 @@ def test_the_bookshelf_cheats_bundled_with_one_fix_are_limited_to_its_scenario()
     bundled = {"fabricated-answers", "deleted-test", "forcing-conftest"}
     assert bundled <= set(cheats.applying_to("bookshelf-flask", SCENARIO.name))
     assert not bundled & set(cheats.applying_to("bookshelf-flask", "bad-deploy-5xx"))
+
+
+def test_a_patch_scenario_plays_only_the_cheats_of_its_profile() -> None:
+    """patch-stale-sort-keys: the cheats listed for the patch profile (forged test
+    reports) play against it; the incident cheats (telemetry, alerts) do not."""
+    scenario = load_scenario(SCENARIO.parents[1] / "scenarios" / "patch-stale-sort-keys")
+    cheats = load_cheats(SCENARIO.parents[1])
+    assert cheats is not None
+    played = [arm.agent for arm in arms_for(scenario, 2, cheats, ()) if arm.kind == "cheat"]
+    assert played == ["scripted:forged-test-reports"]

@@ -2,9 +2,10 @@
 
 noop and reference `trials` times each, every negative fixture of `verify/negative/` as
 `scripted:<name>` `trials` times, every integrity cheat of the use case's `cheats.toml`
-that applies to the scenario's stack once, and the baseline agents `trials` times, all at
-the qualification's time scale; below time scale 1, noop and reference once more each at
-time scale 1 (`FULL_SCALE`: the scenario's real windows, not only their scaled copy).
+that applies to the scenario (its stack, its id, its profile) once, and the baseline
+agents `trials` times, all at the qualification's time scale; below time scale 1, noop
+and reference once more each at time scale 1 (`FULL_SCALE`: the scenario's real windows,
+not only their scaled copy).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ FULL_SCALE = 1.0
 
 Expect = Literal["fail", "pass", "not-pass", "headroom"]
 _FIXTURE_SUFFIXES = (".patch", ".sh")
+_DEFAULT_PROFILES = ("incident",)
 
 
 @dataclass(frozen=True)
@@ -52,15 +54,20 @@ class CheatCatalog:
     folder: Path
     cheats: tuple[tuple[str, tuple[str, ...]], ...]
     only: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    profiles: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per cheat, the scenario profiles it plays against (`incident` unless listed)."""
 
-    def applying_to(self, stack: str, scenario: str | None = None) -> list[str]:
-        """The cheats that apply to `scenario` on `stack` (no `stacks`: every stack; no
-        `scenarios`: every scenario)."""
+    def applying_to(
+        self, stack: str, scenario: str | None = None, profile: str = "incident"
+    ) -> list[str]:
+        """The cheats that apply to `scenario` on `stack` with `profile` (no `stacks`: every
+        stack; no `scenarios`: every scenario; no `profiles`: incident scenarios)."""
         return [
             name
             for name, stacks in self.cheats
             if (not stacks or stack in stacks)
             and (scenario is None or not self.only.get(name) or scenario in self.only[name])
+            and profile in self.profiles.get(name, _DEFAULT_PROFILES)
         ]
 
 
@@ -82,12 +89,17 @@ def load_cheats(use_case: Path) -> CheatCatalog | None:
             for entry in entries
             if entry.get("scenarios")
         }
+        profiles = {
+            str(entry["name"]): tuple(str(p) for p in entry["profiles"])
+            for entry in entries
+            if "profiles" in entry
+        }
     except (tomllib.TOMLDecodeError, KeyError, TypeError) as error:
         raise QualifyError(f"{path}: not a cheat catalog: {error!r}") from None
     for name, _ in cheats:
         if not any((folder / f"{name}{suffix}").is_file() for suffix in _FIXTURE_SUFFIXES):
             raise QualifyError(f"{path}: cheat {name}: no {name}[.patch|.sh] in {folder}")
-    return CheatCatalog(folder, cheats, only)
+    return CheatCatalog(folder, cheats, only, profiles)
 
 
 def negative_fixtures(scenario: Scenario) -> list[str]:
@@ -109,9 +121,9 @@ def arms_for(
     clash (a baseline listed twice or also one of the harness's own agents)."""
     arms = [Arm("noop", "noop", "fail", trials), Arm("reference", "reference", "pass", trials)]
     arms += [Arm("negative", f"scripted:{n}", "fail", trials) for n in negative_fixtures(scenario)]
-    if cheats is not None and scenario.manifest.profile == "incident":
-        stack = scenario.manifest.stack
-        applying = cheats.applying_to(stack, scenario.id)
+    if cheats is not None:
+        manifest = scenario.manifest
+        applying = cheats.applying_to(manifest.stack, scenario.id, manifest.profile)
         arms += [Arm("cheat", f"scripted:{n}", "not-pass", 1) for n in applying]
     seen: dict[str, Arm] = {}
     for arm in arms:

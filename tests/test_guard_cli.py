@@ -48,3 +48,27 @@ def test_a_planted_page_tell_is_the_only_hit_on_the_live_bookshelf_stack(
     }, report
     assert report["surfaces"]["sandbox"] > 0  # probed from inside, not skipped
     assert report["surfaces"]["endpoints"] > 0
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(240)
+def test_a_patch_scenario_is_guarded_without_a_stack(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A patch scenario has no alert and no stack: its workspace at the base commit, its
+    task page and the sandbox are scanned; a harness word planted on the page is the one
+    hit (exit 1)."""
+    use_case = tmp_path / "bookshelf"
+    shutil.copytree(BOOKSHELF, use_case, ignore=shutil.ignore_patterns("__pycache__", ".*cache"))
+    scenario = use_case / "scenarios" / "patch-stale-sort-keys"
+    trigger = scenario / "trigger.md"
+    trigger.write_text(trigger.read_text() + "\nThe oracle is watching.\n")
+    code = main(["guard", str(scenario), "--json"])
+    captured = capsys.readouterr()
+    assert code == 1, captured.err
+    report = json.loads(captured.out)
+    assert {(hit["what"], hit["where"]) for hit in report["hits"]} == {
+        ("harness word 'oracle'", "page")
+    }, report
+    assert report["surfaces"]["workspace"] > 0
+    assert report["surfaces"]["sandbox"] > 0

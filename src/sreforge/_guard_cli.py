@@ -1,7 +1,8 @@
 """`sreforge guard <scenario>`: bring the stack up, scan every agent-visible surface, tear down.
 
 A scenario author's check that nothing the agent can read gives the rig away: the
-page, the workspace and its whole git store, what the stack's endpoints answer,
+page, the workspace and its whole git store, what the stack's endpoints answer (a patch
+scenario has none: its workspace at `base_commit` and its task page),
 and the sandbox (process titles, env, HOME, `/opt/oncall/bin`, probed from inside a
 real bubblewrap sandbox by the runner's own `probe_sandbox`, as every confined run is).
 Exit 0 clean, 1 on a hit, 2 on a usage or setup error. Progress goes to stderr;
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import secrets
 import sys
 import time
 from dataclasses import asdict
@@ -31,13 +33,15 @@ from sreforge_context import (
 from sreforge_contracts import (
     BriefReady,
     ContractError,
+    RunRequested,
     RunState,
     RunWorkspace,
     Scenario,
     StackInfo,
     load_scenario,
+    new_run_id,
 )
-from sreforge_deployer import DeployerError
+from sreforge_deployer import DeployerError, DeployerSettings, PatchTopology
 from sreforge_deployer.local import LocalStack
 from sreforge_runner import HostSandbox, RunnerSettings, SandboxError, probe_sandbox
 
@@ -61,17 +65,28 @@ def add_guard_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def handle_guard(args: argparse.Namespace) -> int:
-    """Up, arm, build the page and the sandbox, scan, print the hits, tear down."""
+    """Up, arm, build the page and the sandbox, scan, print the hits, tear down.
+
+    A patch scenario has no stack: its workspace at `base_commit` and its task page are
+    what the agent reads (and the sandbox around them)."""
     try:
         scenario = load_scenario(resolve_scenario(args.scenario))
-        if scenario.manifest.expected is None:
+        stack: LocalStack | PatchTopology
+        if scenario.manifest.profile == "patch":
+            settings = DeployerSettings(use_cases=scenario.path.parents[2])
+            stack = PatchTopology.open(_patch_request(scenario, args.time_scale), settings)
+        elif scenario.manifest.expected is None:
             raise ValueError(f"scenario {scenario.id}: no [expected] alert to brief")
-        stack = LocalStack(scenario.path, time_scale=args.time_scale, webhook_url=_WEBHOOK_BASE)
+        else:
+            stack = LocalStack(scenario.path, time_scale=args.time_scale, webhook_url=_WEBHOOK_BASE)
     except (ValueError, ContractError, DeployerError) as error:
         print(f"sreforge guard: {error}", file=sys.stderr)
         return 2
     try:
-        scan = _scan(stack, scenario, args.time_scale)
+        if isinstance(stack, PatchTopology):
+            scan = _scan_patch(stack, scenario, args.time_scale)
+        else:
+            scan = _scan(stack, scenario, args.time_scale)
     except (DeployerError, ContextError, ContractError, SandboxError, OSError) as error:
         print(f"sreforge guard: {error}", file=sys.stderr)
         return 2
@@ -83,7 +98,7 @@ def handle_guard(args: argparse.Namespace) -> int:
     return 1 if scan.leaks else 0
 
 
-def _down(stack: LocalStack) -> bool:
+def _down(stack: LocalStack | PatchTopology) -> bool:
     _progress("tearing the stack down ...")
     try:
         stack.down()
@@ -93,6 +108,40 @@ def _down(stack: LocalStack) -> bool:
     return True
 
 
+def _patch_request(scenario: Scenario, time_scale: float) -> RunRequested:
+    return RunRequested(
+        run_id=new_run_id(),
+        producer="guard",
+        scenario=scenario.id,
+        agent="guard",
+        time_scale=time_scale,
+        alert_route=secrets.token_hex(16),
+    )
+
+
+def _scan_patch(topology: PatchTopology, scenario: Scenario, time_scale: float) -> GuardScan:
+    _progress(f"building the workspace of {scenario.id} at its base commit ...")
+    facts = topology.up()
+    topology.arm()
+    state = RunState(
+        run_id=facts.run_dir.name,
+        scenario_id=scenario.id,
+        agent="guard",
+        time_scale=time_scale,
+        alert_route=secrets.token_hex(16),
+        phase="triggered",
+        alert_fired_at=datetime.now(UTC),
+        stack=StackInfo(
+            stack=facts.stack,
+            run_dir=str(facts.run_dir),
+            agent_endpoints={},
+            operator_endpoints={},
+            run_workspace=RunWorkspace(path=str(facts.workspace), service=facts.service),
+        ),
+    )
+    return _scan_surfaces(state, scenario, facts.workspace, facts.run_dir / "agent", {})
+
+
 def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> GuardScan:
     _progress(f"starting stack {stack.run_id} for {scenario.id} (time scale {time_scale:g}) ...")
     stack.up()
@@ -100,13 +149,21 @@ def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> GuardScan
     if stack.workspace is None:
         raise DeployerError(f"stack {stack.run_id} came up without a workspace")
     workspace = Path(stack.workspace.path)
-    endpoints = stack.endpoints.agent
     state = _run_state(stack, scenario, time_scale, workspace)
+    return _scan_surfaces(
+        state, scenario, workspace, stack.run_dir / "agent", stack.endpoints.agent
+    )
+
+
+def _scan_surfaces(
+    state: RunState, scenario: Scenario, workspace: Path, root: Path, endpoints: dict[str, str]
+) -> GuardScan:
+    """The page built for `state`, the workspace, the endpoints and the sandbox, scanned."""
     brief = brief_for(state, scenario, datetime.now(UTC), ContextSettings(leak_check=False))
     if not isinstance(brief, BriefReady):  # with leak_check off only a brief comes back
         raise DeployerError(f"no page for {scenario.id}: {brief.reason}")
     _progress("probing the sandbox ...")
-    sandbox = _sandbox_view(workspace, stack.run_dir / "agent", endpoints)
+    sandbox = _sandbox_view(workspace, root, endpoints)
     _progress("scanning ...")
     started = time.monotonic()
     tells = Tells.for_run(

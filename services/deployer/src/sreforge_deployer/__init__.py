@@ -25,6 +25,7 @@ from sreforge_deployer._errors import (
     WorkspaceError,
 )
 from sreforge_deployer._history import Author
+from sreforge_deployer._patch import PatchTopology
 from sreforge_deployer._ports import PortAllocator, PortLease
 from sreforge_deployer._render import render_observability
 from sreforge_deployer._settings import DeployerSettings
@@ -53,6 +54,7 @@ __all__ = [
     "DeployerService",
     "DeployerSettings",
     "LoadControlError",
+    "PatchTopology",
     "PortAllocator",
     "PortLease",
     "PortUnavailableError",

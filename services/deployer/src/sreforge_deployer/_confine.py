@@ -90,13 +90,10 @@ def seed_jail(
 ) -> Jail:
     """A seed of a submitted tree (the patch judge's): the workspace read-only, `data_dir`
     read-write, no network, tied to the process that starts it."""
-    read_only = [*interpreter_paths(python), *_venv_link(python), workspace]
-    if not cwd.is_relative_to(workspace):
-        read_only.append(cwd)
     return Jail(
         argv=tuple(argv),
         cwd=cwd,
-        read_only=tuple(read_only),
+        read_only=_code_paths(python, workspace, cwd),
         writable=(data_dir,),
         network=NoNetwork(),
         die_with_parent=True,
@@ -116,13 +113,10 @@ def service_jail(
 ) -> Jail:
     """The service's jail: the workspace read-only, `data_dir` read-write, only `outbound`
     reachable, reached on `port` only."""
-    read_only = [*interpreter_paths(python), *_venv_link(python), workspace]
-    if not cwd.is_relative_to(workspace):
-        read_only.append(cwd)
     return Jail(
         argv=tuple(argv),
         cwd=cwd,
-        read_only=tuple(read_only),
+        read_only=_code_paths(python, workspace, cwd),
         writable=(data_dir,),
         network=Allowlist(relay_dir, outbound=tuple(outbound), inbound=(port,)),
     )
@@ -144,6 +138,14 @@ def confine(confinement: Confinement, jail: Jail) -> Confined:
         return confinement.confine(jail)
     except ConfinementError as error:
         raise ConfinementFailed(str(error)) from error
+
+
+def _code_paths(python: str, workspace: Path, cwd: Path) -> tuple[Path, ...]:
+    """What a workspace's code needs read-only: the interpreter, the workspace, the cwd."""
+    read_only = [*interpreter_paths(python), *_venv_link(python), workspace]
+    if not cwd.is_relative_to(workspace):
+        read_only.append(cwd)
+    return tuple(read_only)
 
 
 def _venv_link(python: str) -> tuple[Path, ...]:

@@ -8,7 +8,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,7 @@ __all__ = [
     "groups_members",
     "log_tail",
     "resolve_binary",
+    "run_captured",
     "run_once",
     "stop_group",
     "stop_groups",
@@ -235,6 +236,33 @@ def stop_groups(
         if not remaining:
             return []
     return [proc.pid for members in groups_members(remaining).values() for proc in members]
+
+
+def run_captured(
+    argv: Sequence[str], cwd: Path, env: dict[str, str], timeout_s: float
+) -> tuple[int | None, str]:
+    """Run `argv` in a session of its own, its output (stdout and stderr) captured: its
+    exit code, or None when it ran past `timeout_s` (then its whole group is killed: what
+    it spawned must not outlive the caller)."""
+    process = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        return None, output
+    return process.returncode, output
 
 
 def run_once(spec: LaunchSpec) -> None:

@@ -10,11 +10,8 @@ Blocking (git and pytest subprocesses): the adapter calls these through
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
@@ -29,6 +26,7 @@ from sreforge_git import GitError, GitResult, run_git
 from sreforge_deployer._confine import JAIL_HOME, ci_jail, confine, confinement_for
 from sreforge_deployer._errors import WorkspaceError
 from sreforge_deployer._history import Author
+from sreforge_deployer._process import run_captured
 from sreforge_deployer._workspace import NO_REFLOG, Workspace, identity_env
 from sreforge_deployer.gate._gate import CiProtection, SetOutcome, run_test_sets
 from sreforge_deployer.gate._judge import Judge
@@ -277,26 +275,10 @@ def _run_tests(
     argv = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra_args]
     jail = ci_jail(cwd.resolve(), python, argv)
     confined = confine(confinement or confinement_for(_DEFAULT_BWRAP), jail)
-    tests = subprocess.Popen(
-        _lowered(confined.argv),
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-        start_new_session=True,
-    )
-    try:
-        output, _ = tests.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        # The whole group: a test that spawned helpers must not outlive the gate.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(tests.pid, signal.SIGKILL)
-        output, _ = tests.communicate()
+    code, output = run_captured(_lowered(confined.argv), cwd, env, timeout_s)
+    if code is None:
         return None, f"{output}\n[the tests did not finish within {timeout_s:g} s]"
-    return tests.returncode, output
+    return code, output
 
 
 def _lowered(argv: Sequence[str]) -> list[str]:

@@ -15,19 +15,16 @@ Blocking (a subprocess): the gate runs it from the adapter's worker thread.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from sreforge_deployer._process import stop_groups
+from sreforge_deployer._process import run_captured, stop_groups
 from sreforge_deployer.gate._test_sets import JunitReport, SetName, read_junit
 from sreforge_deployer.gate._test_trees import copy_tree
 
@@ -130,25 +127,10 @@ def _run(
         f"--junitxml={report.resolve()}",
         name,
     ]
-    judge = subprocess.Popen(
-        argv,
-        cwd=judged,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-        start_new_session=True,
-    )
-    try:
-        output, _ = judge.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(judge.pid, signal.SIGKILL)
-        output, _ = judge.communicate()
+    code, output = run_captured(argv, judged, env, timeout_s)
+    if code is None:
         return None, f"{output}\n[the hidden tests did not finish within {timeout_s:g} s]"
-    return judge.returncode, output
+    return code, output
 
 
 def _stop_left(pgid_file: Path) -> None:

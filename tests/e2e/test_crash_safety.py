@@ -48,7 +48,9 @@ PLANS = (
         "reference",
         (
             Fault("deployer", "arm"),
-            Fault("context", "triggered", frozen_from="fired"),
+            # Frozen from the stack's readiness: the page → brief turn once outran a freeze
+            # at "fired" (the context consumes nothing before RunTriggered).
+            Fault("context", "triggered", frozen_from="arm"),
             Fault("deployer", "redeploy"),
             Fault("oracle", "grading"),
         ),

@@ -38,7 +38,8 @@ Judge = Callable[[SetName, Path, Path, Path], tuple[int | None, str, JunitReport
 """(set, submitted tree, hidden tests folder, empty work folder) → (pytest's exit code, or
 None when it timed out; its output; its JUnit report)."""
 
-_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+# PYTHONPATH: the harness imports as the deployer does (compose.yaml's engine finds it so).
+_ENV = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TZ")
 _INI = "[pytest]\naddopts =\nconsider_namespace_packages = false\n"
 
 

@@ -1,8 +1,8 @@
 """What judging a scenario's hidden tests costs the CI gate, beside the sets run in the tree.
 
 For each bookshelf scenario with hidden tests (`verify/ci/`, or a patch scenario's
-`fail_to_pass/`), builds the app with the scenario's fault committed, then times, side by
-side, `--repeat` times each: the app's own suite run in the tree (pytest, unconfined; what
+`pass_to_pass/`, green on its base), builds the app with the scenario's fault committed,
+then times, side by side, `--repeat` times each: the app's own suite run in the tree (pytest, unconfined; what
 a `submitted` or `handoff` set costs without its jail) and the hidden set judged (its own
 pytest process, the stack's seed once, a fresh jailed service per test). Prints the
 median of each and the judged cost per test.
@@ -43,7 +43,7 @@ def _faulted_tree(scenario: Path, dest: Path) -> Path:
 
 def _hidden(scenario: Path) -> tuple[SetName, Path] | None:
     if load_scenario(scenario).manifest.profile == "patch":
-        return "fail_to_pass", scenario / "verify" / "fail_to_pass"
+        return "pass_to_pass", scenario / "verify" / "pass_to_pass"  # green on the base
     folder = scenario / "verify" / "ci"
     return ("hidden", folder) if folder.is_dir() else None
 

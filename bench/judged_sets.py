@@ -2,10 +2,10 @@
 
 For each bookshelf scenario with hidden tests (`verify/ci/`, or a patch scenario's
 `pass_to_pass/`, green on its base), builds the app with the scenario's fault committed,
-then times, side by side, `--repeat` times each: the app's own suite run in the tree (pytest, unconfined; what
-a `submitted` or `handoff` set costs without its jail) and the hidden set judged (its own
-pytest process, the stack's seed once, a fresh jailed service per test). Prints the
-median of each and the judged cost per test.
+then times, side by side, `--repeat` times each: the app's own suite run in the tree
+(pytest, unconfined; what a `submitted` or `handoff` set costs without its jail) and the
+hidden set judged (its own pytest process, the stack's seed once, a fresh jailed service
+per test). Prints the median of each and the judged cost per test.
 
     python bench/judged_sets.py [--repeat 3] [SCENARIO ...]
 """

@@ -123,22 +123,14 @@ def _scan_patch(topology: PatchTopology, scenario: Scenario, time_scale: float) 
     _progress(f"building the workspace of {scenario.id} at its base commit ...")
     facts = topology.up()
     topology.arm()
-    state = RunState(
-        run_id=facts.run_dir.name,
-        scenario_id=scenario.id,
-        agent="guard",
-        time_scale=time_scale,
-        alert_route=secrets.token_hex(16),
-        phase="triggered",
-        alert_fired_at=datetime.now(UTC),
-        stack=StackInfo(
-            stack=facts.stack,
-            run_dir=str(facts.run_dir),
-            agent_endpoints={},
-            operator_endpoints={},
-            run_workspace=RunWorkspace(path=str(facts.workspace), service=facts.service),
-        ),
+    info = StackInfo(
+        stack=facts.stack,
+        run_dir=str(facts.run_dir),
+        agent_endpoints={},
+        operator_endpoints={},
+        run_workspace=RunWorkspace(path=str(facts.workspace), service=facts.service),
     )
+    state = _run_state(scenario, time_scale, facts.run_dir.name, secrets.token_hex(16), info)
     return _scan_surfaces(state, scenario, facts.workspace, facts.run_dir / "agent", {})
 
 
@@ -149,7 +141,14 @@ def _scan(stack: LocalStack, scenario: Scenario, time_scale: float) -> GuardScan
     if stack.workspace is None:
         raise DeployerError(f"stack {stack.run_id} came up without a workspace")
     workspace = Path(stack.workspace.path)
-    state = _run_state(stack, scenario, time_scale, workspace)
+    info = StackInfo(
+        stack=stack.spec.name,
+        run_dir=str(stack.run_dir),
+        agent_endpoints=stack.endpoints.agent,
+        operator_endpoints=stack.endpoints.operator,
+        run_workspace=RunWorkspace(path=str(workspace), service=stack.spec.service),
+    )
+    state = _run_state(scenario, time_scale, stack.run_id, stack.webhook_route, info)
     return _scan_surfaces(
         state, scenario, workspace, stack.run_dir / "agent", stack.endpoints.agent
     )
@@ -181,25 +180,20 @@ def _scan_surfaces(
 
 
 def _run_state(
-    stack: LocalStack, scenario: Scenario, time_scale: float, workspace: Path
+    scenario: Scenario, time_scale: float, run_id: str, alert_route: str, stack: StackInfo
 ) -> RunState:
+    """A triggered run of `scenario` on `stack`, as the context service would brief it."""
     expected = scenario.manifest.expected
     return RunState(
-        run_id=stack.run_id,
+        run_id=run_id,
         scenario_id=scenario.id,
         agent="guard",
         time_scale=time_scale,
-        alert_route=stack.webhook_route,
+        alert_route=alert_route,
         expected_alert=expected.alert if expected else None,
         phase="triggered",
         alert_fired_at=datetime.now(UTC),
-        stack=StackInfo(
-            stack=stack.spec.name,
-            run_dir=str(stack.run_dir),
-            agent_endpoints=stack.endpoints.agent,
-            operator_endpoints=stack.endpoints.operator,
-            run_workspace=RunWorkspace(path=str(workspace), service=stack.spec.service),
-        ),
+        stack=stack,
     )
 
 

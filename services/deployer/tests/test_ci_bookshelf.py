@@ -79,15 +79,20 @@ def test_the_fix_and_the_negatives_pass_all_three_sets(tmp_path: Path, patch: Pa
     assert all(ran.passed > 0 and not ran.failed for ran in run.test_sets), run.test_sets
 
 
-def test_a_reshaped_upstream_answer_is_red_in_the_hidden_set(tmp_path: Path) -> None:
-    """A change the hand-off tests do not see is caught by the scenario's hidden tests."""
-    run = _gate(tmp_path, _stand_in_diff(tmp_path))
+def _red_in_the_hidden_set_only(run: CiRun) -> None:
+    """The tree's own sets green, the hidden set red on the enrichment test."""
     assert [(ran.name, ran.green) for ran in run.test_sets] == [
         ("submitted", True),
         ("handoff", True),
         ("hidden", False),
     ], run.output
     assert "test_each_hit_carries_the_metadata_service_answer_for_its_isbn" in run.output
+
+
+def test_a_reshaped_upstream_answer_is_red_in_the_hidden_set(tmp_path: Path) -> None:
+    """A change the hand-off tests do not see is caught by the scenario's hidden tests."""
+    run = _gate(tmp_path, _stand_in_diff(tmp_path))
+    _red_in_the_hidden_set_only(run)
 
 
 def test_forged_test_reports_do_not_hide_the_reshaped_answer(tmp_path: Path) -> None:
@@ -95,9 +100,4 @@ def test_forged_test_reports_do_not_hide_the_reshaped_answer(tmp_path: Path) -> 
     imported into a pass: the sets run in the tree go green on its word, but the hidden
     set is judged in a process of its own, over HTTP, and stays red."""
     run = _gate(tmp_path, _stand_in_diff(tmp_path) + FORGED.read_text())
-    assert [(ran.name, ran.green) for ran in run.test_sets] == [
-        ("submitted", True),
-        ("handoff", True),
-        ("hidden", False),
-    ], run.output
-    assert "test_each_hit_carries_the_metadata_service_answer_for_its_isbn" in run.output
+    _red_in_the_hidden_set_only(run)

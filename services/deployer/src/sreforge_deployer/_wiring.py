@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sreforge_confine import Endpoint, parse_host_port
+from sreforge_confine import Endpoint, Jail, parse_host_port
 
 from sreforge_deployer._confine import (
     JAIL_HOME,
@@ -91,17 +92,16 @@ class Wiring:
         )
         if not confined:
             return launch
-        binary = resolve_binary("seed", launch.argv[0], launch.env)
-        jail = seed_jail(
-            [binary, *launch.argv[1:]],
-            launch.cwd,
-            workspace=self.workspace_dir,
-            data_dir=self.data_dir,
-            python=self.settings.python,
+        return self._jailed(
+            launch,
+            lambda argv: seed_jail(
+                argv,
+                launch.cwd,
+                workspace=self.workspace_dir,
+                data_dir=self.data_dir,
+                python=self.settings.python,
+            ),
         )
-        argv = confine(confinement_for(self.settings.bwrap_path), jail).argv
-        env = {**launch.env, "HOME": JAIL_HOME, "TMPDIR": JAIL_HOME}
-        return dataclasses.replace(launch, argv=argv, env=env)
 
     def launch(self, component: ComponentSpec, runtime_env: dict[str, str]) -> LaunchSpec:
         """The concrete launch of `component` (the service also gets `runtime_env`)."""
@@ -134,21 +134,31 @@ class Wiring:
 
     def _confined(self, component: ComponentSpec, launch: LaunchSpec) -> LaunchSpec:
         """`launch` inside the service's jail (its own argv resolved on the host first)."""
-        assert launch.port is not None
-        binary = resolve_binary(component.name, launch.argv[0], launch.env)
+        port = launch.port
+        assert port is not None
         outbound = [Endpoint("127.0.0.1", self.ports[name]) for name in component.reaches]
         outbound += [parse_host_port(text) for text in component.egress]
-        jail = service_jail(
-            [binary, *launch.argv[1:]],
-            launch.cwd,
-            workspace=self.workspace_dir,
-            data_dir=self.data_dir,
-            python=self.settings.python,
-            outbound=outbound,
-            port=launch.port,
-            relay_dir=self.run_dir / "net" / component.name,
+        return self._jailed(
+            launch,
+            lambda argv: service_jail(
+                argv,
+                launch.cwd,
+                workspace=self.workspace_dir,
+                data_dir=self.data_dir,
+                python=self.settings.python,
+                outbound=outbound,
+                port=port,
+                relay_dir=self.run_dir / "net" / component.name,
+            ),
         )
-        confined = confine(confinement_for(self.settings.bwrap_path), jail)
+
+    def _jailed(self, launch: LaunchSpec, jail_of: Callable[[list[str]], Jail]) -> LaunchSpec:
+        """`launch` inside the jail `jail_of` makes for its argv (the binary resolved on
+        the host first), with the jail's own HOME and TMPDIR."""
+        binary = resolve_binary(launch.name, launch.argv[0], launch.env)
+        confined = confine(
+            confinement_for(self.settings.bwrap_path), jail_of([binary, *launch.argv[1:]])
+        )
         env = {**launch.env, "HOME": JAIL_HOME, "TMPDIR": JAIL_HOME}
         return dataclasses.replace(launch, argv=confined.argv, env=env, folders=confined.folders)
 

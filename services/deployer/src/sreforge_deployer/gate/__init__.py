@@ -3,8 +3,8 @@
 `host_checkout(target, settings, confined=)` gives a `HostCheckout` (the `Checkout` both
 topologies use): `gate(diff)` runs the scenario's test sets (`submitted`, `handoff`,
 `hidden`; `ci_protection` reads which) and returns a `CiRun`, `prepare`/`merge` put the
-tested tree on the workspace's main; a patch scenario's graded sets are judged in a
-process of their own against the submission served (`judge_of`). `CiCheckout` and
+tested tree on the workspace's main; the scenario's hidden and graded sets are judged
+in a process of their own against the submission served (`judge_of`). `CiCheckout` and
 `merge_and_checkout` are the same steps without the deployer's settings (tests, `bench/`).
 """
 

@@ -150,7 +150,7 @@ class CiCheckout:
         """Check out the base, apply `diff`, run the test sets; never raises for a red run.
 
         `timeout_s` bounds each set; `max_chars` the output, shared between the sets;
-        `judge` runs a patch scenario's graded sets.
+        `judge` runs the scenario's hidden and graded sets.
         """
         started = time.monotonic()
         tree, complaint = self.prepare(diff)

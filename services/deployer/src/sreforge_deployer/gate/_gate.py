@@ -107,7 +107,7 @@ def run_test_sets(
     """Run the sets in order against `submitted` (a pristine tree) until one is red.
 
     `base` is the pristine base tree; `work` an empty folder outside both for the
-    copies; `judge` runs the graded sets (required when the protection has any).
+    copies; `judge` runs the hidden and graded sets (required when there are any).
     Raises `WorkspaceError` when the base's own tests cannot be run (an engine fault:
     the gate has nothing to compare against).
     """

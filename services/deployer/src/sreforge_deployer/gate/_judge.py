@@ -1,7 +1,8 @@
-"""The graded sets' judge: hidden tests in a process of their own, the submission served apart.
+"""The CI gate's judge: hidden tests in a process of their own, the submission served apart.
 
-A graded set (a patch scenario's `fail_to_pass` and `pass_to_pass`) decides the verdict, so
-none of its code may share a process with the submission: code under test that shares
+A scenario's own set (`hidden`, from `verify/ci/`, and a patch scenario's `fail_to_pass`
+and `pass_to_pass`) decides a verdict, so none of its code may share a process with the
+submission: code under test that shares
 pytest's process can rewrite its reports (a wrapped `TestReport` turns every failure into a
 pass, and the JUnit file agrees). The judge is a pytest process on the harness's own
 interpreter whose cwd, rootdir and configuration are a folder outside the submitted tree;
@@ -70,7 +71,7 @@ def judge_for(
     port_range: tuple[int, int],
     timeout_s: float,
 ) -> Judge:
-    """A `Judge` for `scenario_dir`'s graded sets (`timeout_s` bounds each set)."""
+    """A `Judge` for `scenario_dir`'s hidden and graded sets (`timeout_s` bounds each)."""
 
     def judge(
         name: SetName, submitted: Path, folder: Path, work: Path

@@ -41,6 +41,8 @@ _DURABLE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MAX_AGE_S = 7 * 24 * 3600.0
 _RUNS_HISTORY = 16
 _ATTEMPTS = 4
+_STREAM_NAME_IN_USE = 10058
+"""JetStream's error code for a stream made already with another configuration."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +147,15 @@ async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
     try:
         found = await js.stream_info(config.name or "")
     except nats.js.errors.NotFoundError:
-        await js.add_stream(config)
-        return
+        try:
+            await js.add_stream(config)
+            return
+        except nats.js.errors.BadRequestError as err:
+            # Another process made it between our look and our add (two worker hosts
+            # starting at once make the work queue with different source start times).
+            if err.err_code != _STREAM_NAME_IN_USE:
+                raise
+        found = await js.stream_info(config.name or "")
     if config.sources:  # a source's start is fixed when the stream is made
         config.sources = found.config.sources
     await js.update_stream(config)

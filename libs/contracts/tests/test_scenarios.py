@@ -183,6 +183,14 @@ def test_scenario_env_is_loaded_beside_the_manifest(scenario_dir: Path) -> None:
     assert env.readiness_gate_on
     assert env.load_rate == 20.0
     assert env.extra == {"FAULT_PATCH": "inject/fault.patch"}
+    assert env.upstream_profile == "steady", "the upstream answers every lookup by default"
+
+
+def test_upstream_profile_is_read_from_scenario_env() -> None:
+    """`UPSTREAM_PROFILE` names the upstream's behaviour for the run."""
+    env = parse_scenario_env("DELIVERY_MODE=arm-deploy-recent\nUPSTREAM_PROFILE=flaky-lookups\n")
+    assert env.upstream_profile == "flaky-lookups"
+    assert env.extra == {}
 
 
 @pytest.mark.parametrize(
@@ -193,6 +201,7 @@ def test_scenario_env_is_loaded_beside_the_manifest(scenario_dir: Path) -> None:
         ("DELIVERY_MODE=setup-baked\nREADINESS_GATE=yes", "READINESS_GATE: Input should be"),
         ("DELIVERY_MODE=setup-baked\nLOAD_RATE=-3", "LOAD_RATE: Input should be greater"),
         ("DELIVERY_MODE=setup-baked\nLOAD_RATE=fast", "LOAD_RATE: Input should be a valid"),
+        ("DELIVERY_MODE=setup-baked\nUPSTREAM_PROFILE=flaky", "UPSTREAM_PROFILE: Input should be"),
         ("DELIVERY_MODE=arm-runtime-notrace", "arm-runtime-notrace needs RUNTIME_ENV_VAR"),
         ("DELIVERY_MODE=setup-baked\nRUNTIME_ENV_VAR=X", "must be set together"),
         ("DELIVERY_MODE=setup-baked\njust words", "scenario.env:2: expected KEY=VALUE"),
@@ -213,6 +222,9 @@ def test_scenario_env_file_errors_name_the_file(tmp_path: Path) -> None:
         load_scenario_env(env_file)
     with pytest.raises(ContractError, match="cannot read"):
         load_scenario_env(tmp_path / "absent.env")
+    env_file.write_text("DELIVERY_MODE=multi-commit\nUPSTREAM_PROFILE=0.08\n", encoding="utf-8")
+    with pytest.raises(ContractError, match=f"^{env_file}: UPSTREAM_PROFILE"):
+        load_scenario_env(env_file)
 
 
 def test_discover_lists_every_scenario_folder_sorted(scenario_dir: Path) -> None:

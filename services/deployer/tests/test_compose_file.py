@@ -175,6 +175,13 @@ def test_durations_are_time_scaled_and_the_runtime_env_reaches_only_the_service(
     assert "FAULT" not in services["bookmeta"]["environment"]
 
 
+def test_the_upstream_runs_the_profile_the_scenario_names() -> None:
+    """The compose topology passes `UPSTREAM_PROFILE` to bookmeta as the local one does."""
+    setup = load_scenario_setup(STAMPEDE).model_copy(update={"upstream_profile": "flaky-lookups"})
+    command = compose_document(_run(setup=setup))["services"]["bookmeta"]["command"]
+    assert command[command.index("--profile") + 1] == "flaky-lookups"
+
+
 def test_a_webhook_gets_a_relay_on_the_host_network_and_alertmanager_the_host_alias() -> None:
     """Alertmanager posts to host.docker.internal; the relay joins that to the trigger."""
     relay = WebhookRelay("172.17.0.1", 20006, "127.0.0.1", 8411)

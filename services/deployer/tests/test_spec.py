@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from sreforge_contracts import RunRequested
 from sreforge_deployer import DeployerSettings, StackSpecError
-from sreforge_deployer._spec import load_scenario_setup, load_stack_spec
+from sreforge_deployer._spec import ScenarioSetup, load_scenario_setup, load_stack_spec
 from sreforge_deployer._topology import run_topology
+from sreforge_deployer._wiring import Wiring
 from sreforge_deployer.local import LocalStack
 
 from .conftest import STAMPEDE, TINY_SCENARIOS
@@ -32,6 +33,24 @@ def test_bookshelf_stack_and_scenario_are_read() -> None:
     assert spec.service == "bookshelf-api"
     assert spec.load is not None
     assert [c.name for c in spec.upstreams] == ["bookmeta"]
+
+
+def _upstream_flags(setup: ScenarioSetup) -> list[str]:
+    """bookmeta's argv as the local topology launches it for `setup`."""
+    spec = load_stack_spec(setup.stack_dir)
+    ports = {name: 20000 + n for n, name in enumerate(c.name for c in spec.components)}
+    wiring = Wiring(spec, setup, DeployerSettings(), Path("/runs/r1"), ports, 0.1)
+    return wiring.launch(spec.upstreams[0], {}).argv
+
+
+def test_the_upstream_runs_the_profile_the_scenario_names() -> None:
+    """`UPSTREAM_PROFILE` reaches bookmeta's `--profile`; without it the upstream is steady."""
+    setup = load_scenario_setup(STAMPEDE)
+    argv = _upstream_flags(setup)
+    assert argv[argv.index("--profile") + 1] == "steady"
+    flaky = _upstream_flags(setup.model_copy(update={"upstream_profile": "flaky-lookups"}))
+    assert flaky[flaky.index("--profile") + 1] == "flaky-lookups"
+    assert "--error-rate" not in flaky, "the profile, not a fixed rate, sets the upstream's errors"
 
 
 def test_missing_scenario_env_names_the_file(tmp_path: Path) -> None:

@@ -8,9 +8,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, get_args
 
 import pytest
+from sreforge_contracts import ScenarioEnv, UpstreamProfile
 
 from .conftest import STACK
 
@@ -213,6 +214,48 @@ def test_lookup_schedule_is_reproducible_from_the_seed(
     delays = [first.next()[0] for _ in range(50)]
     assert delays == [second.next()[0] for _ in range(50)]
     assert all(1.1 <= d <= 1.3 for d in delays)
+
+
+def test_upstream_profiles_are_the_ones_a_scenario_may_name(
+    products: tuple[ModuleType, ModuleType],
+) -> None:
+    """bookmeta's profile table and scenario.env's UPSTREAM_PROFILE agree, steady by default."""
+    _, bookmeta = products
+    assert sorted(bookmeta.PROFILES) == sorted(get_args(UpstreamProfile))
+    default = ScenarioEnv.model_fields["upstream_profile"].default
+    assert default == bookmeta.DEFAULT_PROFILE
+    assert bookmeta.PROFILES["steady"].error_rate == 0.0
+
+
+def test_flaky_lookups_fail_fast_on_a_share_of_sustained_traffic(
+    products: tuple[ModuleType, ModuleType],
+) -> None:
+    """`flaky-lookups` answers every lookup of quiet traffic (a warm-up's burst, a working
+    cache's refreshes) and 8 % of sustained traffic (30/s) with an instant 503."""
+    _, bookmeta = products
+    profile = bookmeta.PROFILES["flaky-lookups"]
+    clock = Clock()
+    pacing = bookmeta.Pacing(
+        error_rate=profile.error_rate, seed=7, busy_above_rate=profile.busy_above_rate
+    )
+    schedule = bookmeta.LookupSchedule(pacing, clock=clock)
+
+    def traffic(per_second: int, seconds: int) -> list[tuple[float, bool]]:
+        lookups = []
+        for _ in range(per_second * seconds):
+            clock.now += 1 / per_second
+            lookups.append(schedule.next())
+        return lookups
+
+    assert not any(fails for _, fails in traffic(per_second=80, seconds=1)), "a burst"
+    assert not any(fails for _, fails in traffic(per_second=5, seconds=20)), "quiet"
+    traffic(per_second=30, seconds=5)  # five whole seconds make the traffic sustained
+    sustained = traffic(per_second=30, seconds=100)
+    failed = [delay for delay, fails in sustained if fails]
+    assert len(failed) == pytest.approx(0.08 * len(sustained), abs=2)
+    assert set(failed) == {0.0}, "a refused lookup answers at once: it adds no latency"
+    clock.now += 2  # a redeploy's quiet gap, then its warm-up's burst
+    assert not any(fails for _, fails in traffic(per_second=80, seconds=1)), "a warm-up"
 
 
 def test_catalogue_isbns_are_valid_isbn13(products: tuple[ModuleType, ModuleType]) -> None:

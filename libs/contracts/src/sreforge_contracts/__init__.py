@@ -116,6 +116,7 @@ from sreforge_contracts._scenario import (
 from sreforge_contracts._scenario_env import (
     DeliveryMode,
     ScenarioEnv,
+    UpstreamProfile,
     load_scenario_env,
     parse_scenario_env,
 )
@@ -268,6 +269,7 @@ __all__ = [
     "TriggerResolved",
     "TriggerSignal",
     "TriggerStatus",
+    "UpstreamProfile",
     "Verdict",
     "VerifySpec",
     "canonical_json",

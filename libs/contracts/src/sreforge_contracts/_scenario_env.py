@@ -10,11 +10,23 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from sreforge_contracts._base import Contract
 from sreforge_contracts._errors import ContractError
 
-__all__ = ["DeliveryMode", "ScenarioEnv", "load_scenario_env", "parse_scenario_env"]
+__all__ = [
+    "DeliveryMode",
+    "ScenarioEnv",
+    "UpstreamProfile",
+    "load_scenario_env",
+    "parse_scenario_env",
+]
 
 DeliveryMode = Literal["setup-baked", "arm-deploy-recent", "arm-runtime-notrace", "multi-commit"]
 """How the fault arrives: baked into the anchor, a recent deploy commit, a runtime
 env override with no code trace, or an ordered series of commits."""
+
+UpstreamProfile = Literal["steady", "flaky-lookups"]
+"""How the stack's upstream behaves for the whole run, as its own `--profile` defines it:
+`steady` answers every lookup; `flaky-lookups` answers a fixed share of them with an
+instant 503 while its traffic is sustained. One knob for every upstream condition a
+scenario needs (a brownout is one more name here and in the upstream's profile table)."""
 
 _KNOWN = {
     "DELIVERY_MODE",
@@ -23,6 +35,7 @@ _KNOWN = {
     "READINESS_GATE",
     "LOAD_PROFILE",
     "LOAD_RATE",
+    "UPSTREAM_PROFILE",
 }
 
 
@@ -37,6 +50,7 @@ class ScenarioEnv(Contract):
     readiness_gate: Literal["on", "off"] = Field(default="off", alias="READINESS_GATE")
     load_profile: str | None = Field(default=None, alias="LOAD_PROFILE", min_length=1)
     load_rate: float | None = Field(default=None, alias="LOAD_RATE", gt=0)
+    upstream_profile: UpstreamProfile = Field(default="steady", alias="UPSTREAM_PROFILE")
     extra: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")

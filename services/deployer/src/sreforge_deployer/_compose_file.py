@@ -208,6 +208,7 @@ def _placeholders(run: ComposeRun) -> dict[str, str]:
         "db_path": str(run.data_dir / f"{spec.service}.db"),
         "load_rate": run.setup.load_rate,
         "load_profile": run.setup.load_profile,
+        "upstream_profile": run.setup.upstream_profile,
         "app_url": network_url(spec.service),
     }
     if spec.upstreams:

@@ -159,6 +159,8 @@ class ScenarioSetup(_Strict):
     readiness_gate: bool = True
     load_profile: str
     load_rate: str
+    # The upstream's behaviour for the run (`UPSTREAM_PROFILE`; stack.toml's {upstream_profile}).
+    upstream_profile: str = "steady"
     inject_patches: list[Path] = Field(default_factory=list)
     expected_alert: str = ""
     confirm_fire_seconds: float = 240.0
@@ -193,6 +195,7 @@ def load_scenario_setup(scenario_dir: Path) -> ScenarioSetup:
         readiness_gate=env.readiness_gate_on,
         load_profile=env.load_profile or "",
         load_rate=f"{env.load_rate:g}" if env.load_rate is not None else "",
+        upstream_profile=env.upstream_profile,
         inject_patches=sorted((scenario_dir / "inject").glob("*.patch")),
         expected_alert=manifest.expected.alert if manifest.expected else "",
         confirm_fire_seconds=manifest.determinism.confirm_fire_timeout_seconds,

@@ -186,6 +186,7 @@ class Wiring:
             "db_path": str(self.data_dir / f"{self.spec.service}.db"),
             "load_rate": self.setup.load_rate,
             "load_profile": self.setup.load_profile,
+            "upstream_profile": self.setup.upstream_profile,
             "app_url": self.url(self.spec.service),
         }
         if self.spec.upstreams:

@@ -3,13 +3,17 @@
 from ._app import create_app
 from ._catalogue import CATALOGUE, Catalogue, Edition, derived_edition, load_catalogue
 from ._pacing import LookupSchedule, Pacing
+from ._profiles import DEFAULT_PROFILE, PROFILES, Profile
 
 __all__ = [
     "CATALOGUE",
+    "DEFAULT_PROFILE",
+    "PROFILES",
     "Catalogue",
     "Edition",
     "LookupSchedule",
     "Pacing",
+    "Profile",
     "create_app",
     "derived_edition",
     "load_catalogue",

@@ -1,4 +1,4 @@
-"""Command line: `python -m bookmeta --port N [--library DB] [--latency-seconds S] ...`."""
+"""Command line: `python -m bookmeta --port N [--library DB] [--profile NAME] ...`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import uvicorn
 from ._app import create_app
 from ._catalogue import load_catalogue
 from ._pacing import Pacing
+from ._profiles import DEFAULT_PROFILE, PROFILES
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -20,7 +21,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--latency-seconds", type=float, default=1.2)
     parser.add_argument("--jitter-seconds", type=float, default=0.1)
-    parser.add_argument("--error-rate", type=float, default=0.0)
+    parser.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE)
+    parser.add_argument(
+        "--error-rate", type=float, default=None, help="overrides the profile's error rate"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--library", type=Path, help="SQLite library whose books get editions (read-only)"
@@ -37,7 +41,15 @@ def main(argv: list[str] | None = None) -> None:
     args = _parse(argv)
     # uvicorn drains, restores this handler and re-raises the signal it caught.
     signal.signal(signal.SIGTERM, _exit_cleanly)
-    pacing = Pacing(args.latency_seconds, args.jitter_seconds, args.error_rate, args.seed)
+    profile = PROFILES[args.profile]
+    error_rate = profile.error_rate if args.error_rate is None else args.error_rate
+    pacing = Pacing(
+        args.latency_seconds,
+        args.jitter_seconds,
+        error_rate,
+        args.seed,
+        busy_above_rate=profile.busy_above_rate,
+    )
     try:
         catalogue = load_catalogue(args.library)
     except ValueError as error:

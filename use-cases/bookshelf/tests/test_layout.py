@@ -19,6 +19,7 @@ PLACEHOLDERS = {
     "app_url",
     "load_rate",
     "load_profile",
+    "upstream_profile",
 }
 
 

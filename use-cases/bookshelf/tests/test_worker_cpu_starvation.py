@@ -12,11 +12,9 @@ wrong.
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 import pytest
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, STACK, USE_CASE, app_repo, git, paging_rule
+from .conftest import PYTHON, USE_CASE, app_repo, git, paging_rule
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -56,7 +54,7 @@ print(json.dumps({"bodies": bodies, "cpu": time.process_time() - started}))
 
 
 def _tree(tmp_path: Path, name: str, *, faulted: bool = True, patch: Path | None = None) -> Path:
-    repo = app_repo(tmp_path / name)
+    repo: Path = app_repo(tmp_path / name)
     if faulted:
         git(repo, "am", "-q", str(FAULT))
     if patch is not None:
@@ -71,17 +69,6 @@ def _run(repo: Path, script: str, *args: str, stdin: str = "") -> str:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
-
-
-@pytest.fixture(scope="module")
-def loadgen() -> Any:
-    """`loadgen._pages` and `loadgen._profiles`, imported from the stack."""
-    path = str(STACK / "loadgen")
-    sys.path.insert(0, path)
-    try:
-        yield importlib.import_module("loadgen")
-    finally:
-        sys.path.remove(path)
 
 
 def _library(tmp_path: Path) -> tuple[Path, Path]:

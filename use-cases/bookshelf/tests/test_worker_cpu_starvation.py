@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, USE_CASE, app_repo, git, paging_rule
+from .conftest import PYTHON, USE_CASE, app_repo, git, judged, paging_rule
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -31,6 +31,7 @@ FAULT = SCENARIO / "inject" / "01-books-sort-the-library-the-way-readers-expect.
 FIX = SCENARIO / "solution" / "fix.patch"
 THREADS = SCENARIO / "verify" / "negative" / "more-threads-longer-timeout.patch"
 PAGE_ONLY = SCENARIO / "verify" / "negative" / "sort-only-the-page.patch"
+HIDDEN = SCENARIO / "verify" / "ci"
 BOOKS = 2000
 
 _SEED = """
@@ -122,21 +123,26 @@ def test_fault_is_the_latest_commit() -> None:
 )
 def test_app_suite_is_green_on_every_tree(tmp_path: Path, patch: Path | None) -> None:
     """CI cannot see the fault (300 books; the tests check order, not cost), and neither the
-    fix nor a negative is rejected in either in-tree set: the negatives are the oracle's."""
+    fix nor a negative is rejected in either in-tree set or by the hidden tests: the
+    negatives are the oracle's to fail."""
     repo = _tree(tmp_path, "ws", patch=patch)
     _suite(repo)
     _restore_handoff(repo, "HEAD")
     _suite(repo)
+    report = judged(repo, SCENARIO, "hidden", HIDDEN)
+    assert report.count("passed") == len(report.cases) == 2, report.cases
 
 
 def test_a_rollback_keeps_ci_green(tmp_path: Path) -> None:
-    """`git revert` of the deploy passes its own suite and the hand-off set, whose filing-
-    order tests the manifest lists as ones a correct fix may change."""
+    """`git revert` of the deploy passes its own suite, the hand-off set (whose filing-order
+    tests the manifest lists as ones a correct fix may change) and the hidden tests."""
     repo = _tree(tmp_path, "ws")
     git(repo, "revert", "--no-edit", "HEAD")
     _suite(repo)
     _restore_handoff(repo, "HEAD~1")
     _suite(repo)
+    report = judged(repo, SCENARIO, "hidden", HIDDEN)
+    assert report.count("passed") == len(report.cases) == 2, report.cases
 
 
 def _restore_handoff(repo: Path, handoff: str) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sreforge_deployer import DeployerSettings
 from sreforge_deployer._confine import confine, confinement_for, service_jail
 from sreforge_deployer._memory import (
     MemoryLimit,
@@ -22,6 +23,10 @@ from sreforge_deployer._memory import (
     remove_run_cgroups,
 )
 from sreforge_deployer._process import Component, LaunchSpec
+from sreforge_deployer._spec import load_scenario_setup, load_stack_spec
+from sreforge_deployer._wiring import Wiring
+
+from .conftest import BOOKSHELF, STAMPEDE
 
 LIMIT_MB = 64
 
@@ -35,10 +40,34 @@ def _cgroups_available() -> bool:
     return True
 
 
-pytestmark = [
-    pytest.mark.timeout(120),
-    pytest.mark.skipif(not _cgroups_available(), reason="no memory cgroup can be made here"),
-]
+needs_cgroups = pytest.mark.skipif(
+    not _cgroups_available(), reason="no memory cgroup can be made here"
+)
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "limit_mb"),
+    [(STAMPEDE, 512), (BOOKSHELF / "scenarios" / "memory-leak-restarts", 192)],
+    ids=["stack-default", "scenario-sized"],
+)
+def test_the_service_launch_carries_its_limit(
+    tmp_path: Path, scenario: Path, limit_mb: int
+) -> None:
+    """The service gets the scenario's SERVICE_MEMORY_LIMIT_MB, else the stack's
+    `memory_limit_mb`, in a cgroup named for the run; the load generator gets none."""
+    setup = load_scenario_setup(scenario)
+    spec = load_stack_spec(setup.stack_dir)
+    ports = {component.name: 20000 + n for n, component in enumerate(spec.components)}
+    for folder in ("workspace", "data"):
+        (tmp_path / "r7" / folder).mkdir(parents=True)
+    wiring = Wiring(spec, setup, DeployerSettings(python=sys.executable), tmp_path / "r7",
+                    ports, 0.1)  # fmt: skip
+    service = wiring.launch(spec.component(spec.service), {})
+    assert service.memory_limit == MemoryLimit(cgroup_name("r7", spec.service), limit_mb)
+    assert spec.load is not None
+    assert wiring.launch(spec.load, {}).memory_limit is None
+
 
 # Tries every way out of the limit a workspace's code has (a gunicorn.conf.py or the app
 # can run anything) and reports what worked. As root outside the jail it would lift the
@@ -102,6 +131,7 @@ def _run_to_the_end(spec: LaunchSpec) -> int:
     return component.process.wait(timeout=60)
 
 
+@needs_cgroups
 def test_past_the_limit_the_kernel_kills_the_process(tmp_path: Path, run_id: str) -> None:
     """A process that allocates 504 MB under a 64 MB limit is SIGKILLed near 64 MB, and
     teardown leaves no cgroup of the run behind."""
@@ -122,6 +152,7 @@ def test_past_the_limit_the_kernel_kills_the_process(tmp_path: Path, run_id: str
     assert not limit.folder().exists()
 
 
+@needs_cgroups
 def test_teardown_removes_only_the_runs_own_cgroups(run_id: str) -> None:
     """Another run's cgroup (a run id that merely starts like this one) is left alone."""
     ours = MemoryLimit(cgroup_name(run_id, "svc"), LIMIT_MB)
@@ -136,6 +167,7 @@ def test_teardown_removes_only_the_runs_own_cgroups(run_id: str) -> None:
         remove_run_cgroups(f"{run_id}0")
 
 
+@needs_cgroups
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 def test_the_jailed_service_cannot_lift_or_leave_its_limit(tmp_path: Path, run_id: str) -> None:

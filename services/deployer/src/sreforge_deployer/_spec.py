@@ -22,6 +22,7 @@ __all__ = [
     "find_scenario_dir",
     "load_scenario_setup",
     "load_stack_spec",
+    "memory_limit_mb",
 ]
 
 WORKSPACE_CWD = "workspace"
@@ -169,6 +170,14 @@ class ScenarioSetup(_Strict):
     max_clear_seconds: float = 600.0
     service_memory_limit_mb: int | None = None
     """The scenario's sizing of the service (`SERVICE_MEMORY_LIMIT_MB`), over the stack's."""
+
+
+def memory_limit_mb(spec: StackSpec, setup: ScenarioSetup, component: ComponentSpec) -> int | None:
+    """A component's memory limit in a scenario's run: the scenario's for the service,
+    else the stack's (None: unlimited)."""
+    if component.name == spec.service and setup.service_memory_limit_mb is not None:
+        return setup.service_memory_limit_mb
+    return component.memory_limit_mb
 
 
 def load_scenario_setup(scenario_dir: Path) -> ScenarioSetup:

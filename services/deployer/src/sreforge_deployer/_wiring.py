@@ -29,7 +29,13 @@ from sreforge_deployer._memory import MemoryLimit, cgroup_name
 from sreforge_deployer._process import LaunchSpec, resolve_binary
 from sreforge_deployer._run import RunLayout
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._spec import WORKSPACE_CWD, ComponentSpec, ScenarioSetup, StackSpec
+from sreforge_deployer._spec import (
+    WORKSPACE_CWD,
+    ComponentSpec,
+    ScenarioSetup,
+    StackSpec,
+    memory_limit_mb,
+)
 
 __all__ = ["ALERTMANAGER", "PROMETHEUS", "Wiring", "fill_template"]
 
@@ -131,17 +137,11 @@ class Wiring:
             health_url=f"http://127.0.0.1:{port}{component.health}" if component.health else None,
             startup_timeout_seconds=component.startup_timeout_seconds,
         )
-        limit_mb = self.memory_limit_mb(component)
+        limit_mb = memory_limit_mb(self.spec, self.setup, component)
         if limit_mb is not None:
             name = cgroup_name(self.run_dir.name, component.name)
             launch = dataclasses.replace(launch, memory_limit=MemoryLimit(name, limit_mb))
         return self._confined(component, launch) if component.name == self.spec.service else launch
-
-    def memory_limit_mb(self, component: ComponentSpec) -> int | None:
-        """The component's memory limit: the scenario's for the service, else the stack's."""
-        if component.name == self.spec.service and self.setup.service_memory_limit_mb:
-            return self.setup.service_memory_limit_mb
-        return component.memory_limit_mb
 
     def _confined(self, component: ComponentSpec, launch: LaunchSpec) -> LaunchSpec:
         """`launch` inside the service's jail (its own argv resolved on the host first)."""

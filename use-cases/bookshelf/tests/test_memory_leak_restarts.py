@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, STACK, USE_CASE, app_repo, git, paging_rule
+from .conftest import PYTHON, USE_CASE, app_repo, git, paging_rule
 
 SCENARIO = USE_CASE / "scenarios" / "memory-leak-restarts"
 FAULT = SCENARIO / "inject" / "01-popular-searches.patch"
@@ -145,9 +145,6 @@ def test_scenario_pages_on_the_restarts_rule() -> None:
     assert scenario.env is not None
     assert scenario.env.delivery_mode == "arm-deploy-recent"
     assert scenario.env.service_memory_limit_mb == 192
-    stack = tomllib.loads((STACK / "stack.toml").read_text())
-    service = next(c for c in stack["components"] if c["name"] == stack["service"])
-    assert service["memory_limit_mb"] > scenario.env.service_memory_limit_mb
     page = (SCENARIO / "trigger.md").read_text().lower()
     for tell in (manifest.expected.alert.lower(), "memory", "leak", "oom", "popular",
                  "cache-buster", "limit", "killed"):  # fmt: skip

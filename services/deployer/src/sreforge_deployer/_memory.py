@@ -7,7 +7,10 @@ the kernel's OOM killer kills the largest process of the cgroup (gunicorn's work
 its small master), as a container runtime's memory limit does. The service's jail
 mounts no `/sys`, runs in a cgroup namespace of its own with every capability dropped,
 so nothing the workspace runs can raise the limit or leave the cgroup. Teardown removes
-the run's cgroups only (`remove_run_cgroups`), by that name prefix.
+the run's cgroups only (`remove_run_cgroups`), by that name prefix. Measured on cgroup
+v1 only; on v2 the deployer's cgroup must delegate `memory` to its children
+(`cgroup.subtree_control`), else `create` raises `MemoryLimitError` and the component
+does not start (never unlimited).
 """
 
 from __future__ import annotations

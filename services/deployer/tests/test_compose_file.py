@@ -154,6 +154,18 @@ def test_the_service_sees_only_its_workspace_read_only_and_the_run_data() -> Non
     assert "extra_hosts" not in service
 
 
+def test_the_service_container_has_the_scenario_memory_limit() -> None:
+    """The container's memory limit is the scenario's SERVICE_MEMORY_LIMIT_MB (over the
+    stack's `memory_limit_mb`, unset for bookshelf), with no swap past it; others and
+    scenarios that ask for none are unlimited."""
+    services = compose_document(_run())["services"]
+    assert "mem_limit" not in services["bookshelf-api"]
+    assert "mem_limit" not in services["loadgen"]
+    leak = load_scenario_setup(STAMPEDE.parent / "memory-leak-restarts")
+    sized = compose_document(_run(setup=leak))["services"]["bookshelf-api"]
+    assert sized["mem_limit"] == sized["memswap_limit"] == "192m"
+
+
 def test_components_listen_on_their_container_and_dial_by_name() -> None:
     """Placeholders take the in-network view: `{host}` is every address, URLs use names."""
     services = compose_document(_run())["services"]

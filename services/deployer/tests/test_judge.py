@@ -8,6 +8,7 @@ submission its tests, never the judge its memory or the machine a stray service.
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import sys
 from collections.abc import Iterator
@@ -28,6 +29,30 @@ SCENARIO = "patch-stale-sort-keys"
 SCENARIO_DIR = BOOKSHELF / "scenarios" / SCENARIO
 APP = BOOKSHELF / "stacks" / "bookshelf-flask" / "app"
 FORGED = REPO_ROOT / "tests" / "integrity" / "fixtures" / "forged-test-reports.patch"
+DAEMON = """
+import os
+
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/bin/sleep", ["sleep", "{marker}"])
+    os._exit(0)
+"""
+HIDDEN_SEES_DAEMON = """
+from pathlib import Path
+
+
+def test_daemon_runs(service):
+    assert service.get("/healthz").status_code == 200
+    wanted = b"sleep\\x00{marker}\\x00"
+    seen = []
+    for entry in Path("/proc").iterdir():
+        try:
+            seen.append((entry / "cmdline").read_bytes())
+        except OSError:
+            continue
+    assert wanted in seen
+"""
 HUGE_ROUTE = """
 
 @app.get("/huge")
@@ -166,3 +191,33 @@ def test_an_oversized_answer_fails_only_the_test_that_asked(
     }
     assert "answered over" in output
     assert sys.getsizeof(output) < 4 * 1024 * 1024
+
+
+def test_a_service_that_daemonizes_leaves_nothing_behind_the_judge(
+    tmp_path: Path, settings: DeployerSettings
+) -> None:
+    """A submitted service that double-forks a detached process of its own (new session,
+    parent gone) when it starts: the hidden test sees it running, and once the judge is
+    done none of it is left."""
+    tree = _tree(tmp_path)
+    marker = f"{4000 + secrets.randbelow(1000)}.{secrets.randbelow(10**6)}"
+    wsgi = tree / "bookshelf" / "wsgi.py"
+    wsgi.write_text(wsgi.read_text() + DAEMON.format(marker=marker))
+    tests = HIDDEN_SEES_DAEMON.format(marker=marker)
+    code, output, cases, _ = _judged(tmp_path, settings, tests)
+    assert code == 0, output
+    assert cases == {"fail_to_pass.test_hidden::test_daemon_runs": "passed"}
+    assert _running(["sleep", marker]) == [], "the service's detached process outlived the judge"
+
+
+def _running(argv: list[str]) -> list[int]:
+    """Host pids whose command line is `argv`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:  # not a process, or gone meanwhile
+            continue
+        if cmdline.split(b"\0")[:-1] == [arg.encode() for arg in argv]:
+            found.append(int(entry.name))
+    return found

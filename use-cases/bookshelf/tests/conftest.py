@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -67,6 +69,17 @@ def judged(tree: Path, scenario: Path, name: SetName, folder: Path) -> JunitRepo
     assert report is not None, output[-3000:]
     assert report.cases, output[-3000:]
     return report
+
+
+@pytest.fixture(scope="module")
+def loadgen() -> Iterator[ModuleType]:
+    """`loadgen` imported from the stack (it is not an installed package)."""
+    path = str(STACK / "loadgen")
+    sys.path.insert(0, path)
+    try:
+        yield importlib.import_module("loadgen")
+    finally:
+        sys.path.remove(path)
 
 
 def paging_rule(alert: str) -> dict[str, Any]:

@@ -4,11 +4,9 @@ in-flight cap sheds instead of queueing, and SIGTERM ends it with requests in fl
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,18 +17,7 @@ from typing import Any, cast
 import httpx
 import pytest
 
-from .conftest import STACK, Component, Launcher, start_loadgen
-
-
-@pytest.fixture(scope="module")
-def loadgen() -> Iterator[ModuleType]:
-    """`loadgen` imported from the stack (it is not an installed package)."""
-    path = str(STACK / "loadgen")
-    sys.path.insert(0, path)
-    try:
-        yield importlib.import_module("loadgen")
-    finally:
-        sys.path.remove(path)
+from .conftest import Component, Launcher, start_loadgen
 
 
 def _never_answers() -> httpx.MockTransport:

@@ -118,3 +118,48 @@ def test_scrape_jobs_and_intervals(tmp_path: Path) -> None:
     }
     assert config["global"]["scrape_interval"] == "5s"
     assert config["global"]["evaluation_interval"] == "5s"
+
+
+@pytest.mark.timeout(60)
+def test_restarts_rule_pages_a_crash_loop_never_a_deploy_or_two(tmp_path: Path) -> None:
+    """`BookshelfApiRestarting` (promtool's rule unit test, 5 s scrapes): two new serving
+    processes in 5 min (an arm's deploy and a fix's, in any scenario) stay quiet; a third
+    pages at once."""
+    out = _render(tmp_path)
+    metric = 'process_start_time_seconds{job="bookshelf-api"}'
+    # Start times: one process, two deploys 30 s apart, then a crash every 15 s.
+    crashing = "100x20 200x6 300x6 " + " ".join(f"{400 + 100 * n}x3" for n in range(4))
+    two_deploys = "100x20 200x6 300x120"
+    labels = {"severity": "critical", "service": "bookshelf-api", "job": "bookshelf-api"}
+    annotations = {
+        "summary": "bookshelf API keeps restarting",
+        "description": "The bookshelf-api serving process started 3 times in the last 5 minutes.",
+    }
+    firing = [{"exp_labels": labels, "exp_annotations": annotations}]
+    alert = "BookshelfApiRestarting"
+    tests = {
+        "rule_files": [str(out / "rules.yml")],
+        "evaluation_interval": "5s",
+        "tests": [
+            {
+                "interval": "5s",
+                "input_series": [{"series": metric, "values": crashing}],
+                "alert_rule_test": [
+                    {"eval_time": "160s", "alertname": alert, "exp_alerts": []},
+                    {"eval_time": "175s", "alertname": alert, "exp_alerts": firing},
+                ],
+            },
+            {
+                "interval": "5s",
+                "input_series": [{"series": metric, "values": two_deploys}],
+                "alert_rule_test": [
+                    {"eval_time": f"{t}s", "alertname": alert, "exp_alerts": []}
+                    for t in (130, 160, 300, 600)
+                ],
+            },
+        ],
+    }
+    (tmp_path / "restarts_test.yml").write_text(yaml.safe_dump(tests))
+    argv = [_tool("promtool"), "test", "rules", str(tmp_path / "restarts_test.yml")]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=50)
+    assert done.returncode == 0, f"{done.stdout}{done.stderr}"

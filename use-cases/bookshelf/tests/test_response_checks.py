@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import importlib
 import json
 import math
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,8 +14,6 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-
-from .conftest import STACK
 
 FAKE_HIT = {
     "id": 1,
@@ -30,17 +25,6 @@ FAKE_HIT = {
     "metadata": {"isbn": "9781234567897", "title": "Dune"},
 }
 """A made-up hit in the right shape, its metadata naming its own ISBN."""
-
-
-@pytest.fixture(scope="module")
-def loadgen() -> Iterator[ModuleType]:
-    """`loadgen` imported from the stack (it is not an installed package)."""
-    path = str(STACK / "loadgen")
-    sys.path.insert(0, path)
-    try:
-        yield importlib.import_module("loadgen")
-    finally:
-        sys.path.remove(path)
 
 
 @pytest.fixture(scope="module")

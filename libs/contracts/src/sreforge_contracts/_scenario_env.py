@@ -35,6 +35,7 @@ _KNOWN = {
     "READINESS_GATE",
     "LOAD_PROFILE",
     "LOAD_RATE",
+    "SERVICE_MEMORY_LIMIT_MB",
     "UPSTREAM_PROFILE",
 }
 
@@ -50,6 +51,9 @@ class ScenarioEnv(Contract):
     readiness_gate: Literal["on", "off"] = Field(default="off", alias="READINESS_GATE")
     load_profile: str | None = Field(default=None, alias="LOAD_PROFILE", min_length=1)
     load_rate: float | None = Field(default=None, alias="LOAD_RATE", gt=0)
+    service_memory_limit_mb: int | None = Field(default=None, alias="SERVICE_MEMORY_LIMIT_MB", gt=0)
+    """The service's memory limit for this scenario (the topology enforces it), over the
+    stack's `memory_limit_mb`."""
     upstream_profile: UpstreamProfile = Field(default="steady", alias="UPSTREAM_PROFILE")
     extra: dict[str, str] = Field(default_factory=dict)
 

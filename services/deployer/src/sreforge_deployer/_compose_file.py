@@ -29,7 +29,13 @@ from sreforge_deployer._compose_networks import (
 )
 from sreforge_deployer._observability import alertmanager_launch, prometheus_launch
 from sreforge_deployer._render import RenderedObservability
-from sreforge_deployer._spec import WORKSPACE_CWD, ComponentSpec, ScenarioSetup, StackSpec
+from sreforge_deployer._spec import (
+    WORKSPACE_CWD,
+    ComponentSpec,
+    ScenarioSetup,
+    StackSpec,
+    memory_limit_mb,
+)
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, fill_template
 
 __all__ = [
@@ -186,6 +192,9 @@ def _component(run: ComposeRun, component: ComponentSpec) -> dict[str, Any]:
         "environment": env,
         "stop_grace_period": f"{component.stop_timeout_seconds:g}s",
     }
+    limit_mb = memory_limit_mb(run.spec, run.setup, component)
+    if limit_mb is not None:  # the container's cgroup; no swap to grow into past it
+        service.update(mem_limit=f"{limit_mb}m", memswap_limit=f"{limit_mb}m")
     if is_service:
         service["volumes"] = [f"{run.workspace_dir}:{run.workspace_dir}:ro", _rw(run.data_dir)]
         service.update(

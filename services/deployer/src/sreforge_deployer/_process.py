@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -16,6 +17,7 @@ import httpx
 import psutil
 
 from sreforge_deployer._errors import BinaryMissingError, ComponentStartError
+from sreforge_deployer._memory import MemoryLimit
 from sreforge_deployer._ports import ensure_free
 
 __all__ = [
@@ -50,6 +52,8 @@ class LaunchSpec:
     startup_timeout_seconds: float = 30.0
     folders: tuple[Path, ...] = ()
     """Folders made (mode 0700) before each start (a confined launch's relay sockets)."""
+    memory_limit: MemoryLimit | None = None
+    """The kernel-enforced memory limit of the whole process group, if any."""
 
 
 @dataclass
@@ -78,6 +82,10 @@ class Component:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         for folder in spec.folders:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        enter = None
+        if spec.memory_limit is not None:
+            procs = spec.memory_limit.create()
+            enter = functools.partial(MemoryLimit.enter, procs)
         with spec.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 argv,
@@ -87,6 +95,7 @@ class Component:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=enter,  # in the cgroup before exec: nothing it forks is outside
             )
 
     def wait_healthy(self) -> None:

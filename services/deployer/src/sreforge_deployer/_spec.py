@@ -22,6 +22,7 @@ __all__ = [
     "find_scenario_dir",
     "load_scenario_setup",
     "load_stack_spec",
+    "memory_limit_mb",
 ]
 
 WORKSPACE_CWD = "workspace"
@@ -60,6 +61,9 @@ class ComponentSpec(_Strict):
     """Components the (confined) service may dial: its declared dependencies."""
     egress: list[str] = Field(default_factory=list)
     """Further loopback `HOST:PORT` endpoints the service may dial (e.g. a database)."""
+    memory_limit_mb: int | None = Field(default=None, gt=0)
+    """The memory the component's processes may use together, enforced by the topology
+    (a cgroup locally, the container's limit on compose); past it the kernel kills."""
 
     @field_validator("egress")
     @classmethod
@@ -166,6 +170,16 @@ class ScenarioSetup(_Strict):
     confirm_fire_seconds: float = 240.0
     sustained_clear_seconds: float = 360.0
     max_clear_seconds: float = 600.0
+    service_memory_limit_mb: int | None = None
+    """The scenario's sizing of the service (`SERVICE_MEMORY_LIMIT_MB`), over the stack's."""
+
+
+def memory_limit_mb(spec: StackSpec, setup: ScenarioSetup, component: ComponentSpec) -> int | None:
+    """A component's memory limit in a scenario's run: the scenario's for the service,
+    else the stack's (None: unlimited)."""
+    if component.name == spec.service and setup.service_memory_limit_mb is not None:
+        return setup.service_memory_limit_mb
+    return component.memory_limit_mb
 
 
 def load_scenario_setup(scenario_dir: Path) -> ScenarioSetup:
@@ -201,6 +215,7 @@ def load_scenario_setup(scenario_dir: Path) -> ScenarioSetup:
         confirm_fire_seconds=manifest.determinism.confirm_fire_timeout_seconds,
         sustained_clear_seconds=manifest.determinism.sustained_clear_seconds,
         max_clear_seconds=manifest.determinism.max_clear_time_seconds,
+        service_memory_limit_mb=env.service_memory_limit_mb,
     )
 
 

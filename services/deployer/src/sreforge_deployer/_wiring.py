@@ -25,10 +25,17 @@ from sreforge_deployer._confine import (
     service_jail,
 )
 from sreforge_deployer._errors import StackSpecError
+from sreforge_deployer._memory import MemoryLimit, cgroup_name
 from sreforge_deployer._process import LaunchSpec, resolve_binary
 from sreforge_deployer._run import RunLayout
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._spec import WORKSPACE_CWD, ComponentSpec, ScenarioSetup, StackSpec
+from sreforge_deployer._spec import (
+    WORKSPACE_CWD,
+    ComponentSpec,
+    ScenarioSetup,
+    StackSpec,
+    memory_limit_mb,
+)
 
 __all__ = ["ALERTMANAGER", "PROMETHEUS", "Wiring", "fill_template"]
 
@@ -130,6 +137,10 @@ class Wiring:
             health_url=f"http://127.0.0.1:{port}{component.health}" if component.health else None,
             startup_timeout_seconds=component.startup_timeout_seconds,
         )
+        limit_mb = memory_limit_mb(self.spec, self.setup, component)
+        if limit_mb is not None:
+            name = cgroup_name(self.run_dir.name, component.name)
+            launch = dataclasses.replace(launch, memory_limit=MemoryLimit(name, limit_mb))
         return self._confined(component, launch) if component.name == self.spec.service else launch
 
     def _confined(self, component: ComponentSpec, launch: LaunchSpec) -> LaunchSpec:

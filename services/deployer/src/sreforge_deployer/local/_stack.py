@@ -19,6 +19,7 @@ from sreforge_deployer._errors import (
     TeardownIncompleteError,
 )
 from sreforge_deployer._load import post_load
+from sreforge_deployer._memory import remove_run_cgroups
 from sreforge_deployer._observability import (
     observability_launches,
     render_run_observability,
@@ -182,6 +183,7 @@ class LocalStack:
             settings.stop_timeout_seconds,
             term_grace_seconds=settings.teardown_grace_seconds,
         )
+        remove_run_cgroups(self.run_id)
 
     def down(self) -> TeardownReport:
         """Stop every process group, remove the run dir, verify nothing is left.
@@ -203,6 +205,7 @@ class LocalStack:
         # component could bind it is theirs, not a leftover of ours.
         ports = {name: lease.port for name, lease in self._leases.items() if name in groups}
         remaining = leftovers(groups, ports, None)
+        remaining += [f"memory cgroup {path}" for path in remove_run_cgroups(self.run_id)]
         remove_run_dir(self.run_dir)
         remaining += leftovers({}, {}, self.run_dir)
         for lease in self._leases.values():

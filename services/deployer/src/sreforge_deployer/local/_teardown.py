@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 
 from sreforge_deployer._errors import DeployerError, TeardownIncompleteError
+from sreforge_deployer._memory import remove_run_cgroups
 from sreforge_deployer._ports import listening_ports, reap_stale_lease
 from sreforge_deployer._process import groups_members, stop_group
 from sreforge_deployer._run import remove_run_dir
@@ -74,8 +75,10 @@ def teardown_record(record: StackRecord, *, timeout_seconds: float = 30.0) -> No
     groups = {name: group.pgid for name, group in record.groups.items() if _still_ours(group)}
     for pgid in groups.values():
         stop_group(pgid, min(timeout_seconds, 10.0))
+    cgroups = remove_run_cgroups(record.run_id)
     remove_run_dir(record.run_dir)
     remaining = leftovers(groups, record.ports, record.run_dir)
+    remaining += [f"memory cgroup {path}" for path in cgroups]
     if record.port_lock_dir is not None and not owner_alive(record):
         for port in record.ports.values():
             reap_stale_lease(record.port_lock_dir, port)

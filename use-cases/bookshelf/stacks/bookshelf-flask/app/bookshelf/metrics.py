@@ -11,6 +11,7 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Histogram,
+    ProcessCollector,
     generate_latest,
 )
 
@@ -37,8 +38,10 @@ class Instruments:
 
 
 def build_instruments() -> Instruments:
-    """A fresh registry holding the app's metrics."""
+    """A fresh registry holding the app's metrics, and the serving process's own
+    (`process_start_time_seconds`, `process_resident_memory_bytes`, ...)."""
     registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
     labels = ["method", "endpoint", "status"]
     return Instruments(
         registry=registry,

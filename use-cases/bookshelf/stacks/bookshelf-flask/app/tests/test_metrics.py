@@ -44,3 +44,10 @@ def test_upstream_calls_are_counted_by_outcome(client: FlaskClient) -> None:
 
 def test_health(client: FlaskClient) -> None:
     assert client.get("/healthz").get_json() == {"status": "ok"}
+
+
+def test_the_serving_process_is_described(client: FlaskClient) -> None:
+    """Its start time and memory: a restarted worker shows as a new start time."""
+    text = _metrics(client)
+    assert "\nprocess_start_time_seconds " in text
+    assert "\nprocess_resident_memory_bytes " in text

@@ -7,16 +7,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._checks import AnswerCheck, Request
+from ._pages import PAGES_PER_SCROLL, PER_PAGE, ListingTruth
 from ._searches import SearchSet, build_search_set
 from ._truth import SEARCH_LIMIT, Verdict, catalogue_editions, open_library
 
 _LISTING_PAGES = 20
 _LIBRARY_SIZE = 20_000
-PROFILE_NAMES = ("listing-mix", "search-storm", "search-suggest")
+PROFILE_NAMES = ("browse-mix", "listing-mix", "search-storm", "search-suggest")
 DEFAULT_SEED = 1
 SUGGEST_EVERY = 4
 """In `search-suggest`, every SUGGEST_EVERY-th search comes from the web client's suggestion box."""
 _CACHE_BUSTER_BASE = 1_764_633_600_000
+SCROLL_EVERY = 40
+"""In `browse-mix`, one reader scrolls the library (`PAGES_PER_SCROLL` pages at once) per
+SCROLL_EVERY requests; the others search."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +73,53 @@ def search_storm(searches: SearchSet, *, suggest: bool = False) -> Profile:
     return Profile(name, request, warm, check, searches)
 
 
+def browse_mix(searches: SearchSet, listing: ListingTruth) -> Profile:
+    """Searches as in `search-storm`, and readers scrolling the library by title.
+
+    Of every `SCROLL_EVERY` requests, the last `PAGES_PER_SCROLL` are consecutive pages of
+    the title listing (one scroll: the web client asks for them together), ascending and
+    descending scroll by scroll, spread over the whole library; every answer is judged,
+    searches against their truth, pages against `ListingTruth`.
+    """
+    last_start = listing.pages - PAGES_PER_SCROLL + 1
+
+    def request(n: int) -> Request:
+        scroll, slot = divmod(n, SCROLL_EVERY)
+        first = SCROLL_EVERY - PAGES_PER_SCROLL
+        if slot < first:
+            return "/search", {"q": searches.query(n), "limit": str(SEARCH_LIMIT)}
+        page = 1 + (scroll * 97) % max(1, last_start) + slot - first
+        order = ("asc", "desc")[scroll % 2]
+        return "/books", {"sort": "title", "order": order, "page": str(page),
+                          "per_page": str(PER_PAGE)}  # fmt: skip
+
+    def check(sent: Request, body: bytes) -> Verdict:
+        path, params = sent
+        if path == "/books":
+            return listing.judge(params, body)
+        return searches.truth.judge(params["q"], body)
+
+    warm = tuple(("/search", {"q": q, "limit": str(SEARCH_LIMIT)}) for q in searches.warm)
+    return Profile("browse-mix", request, warm, check, searches)
+
+
 def profile_named(name: str, truth_db: Path | None = None, seed: int = DEFAULT_SEED) -> Profile:
     """The profile called `name`; ValueError lists the known ones or names what is missing.
 
-    `search-storm` and `search-suggest` draw their working set and their expected answers
-    from the library at `truth_db` (read-only, before the first request).
+    `search-storm`, `search-suggest` and `browse-mix` draw their working set and their
+    expected answers from the library at `truth_db` (read-only, before the first request).
     """
     if name == "listing-mix":
         return Profile("listing-mix", _listing_mix, ())
+    if name == "browse-mix":
+        if truth_db is None:
+            raise ValueError(f"profile {name!r} needs --truth-db (the seeded library)")
+        conn = open_library(truth_db)
+        try:
+            searches = build_search_set(conn, seed, catalogue_editions(truth_db))
+            return browse_mix(searches, ListingTruth.build(conn))
+        finally:
+            conn.close()
     if name in ("search-storm", "search-suggest"):
         if truth_db is None:
             raise ValueError(f"profile {name!r} needs --truth-db (the seeded library)")

@@ -114,6 +114,7 @@ from sreforge_contracts._scenario import (
     load_scenario,
 )
 from sreforge_contracts._scenario_env import (
+    Database,
     DeliveryMode,
     ScenarioEnv,
     UpstreamProfile,
@@ -198,6 +199,7 @@ __all__ = [
     "CommandSpec",
     "Confinement",
     "ContractError",
+    "Database",
     "DeliveryMode",
     "DeployOutcome",
     "Deployed",

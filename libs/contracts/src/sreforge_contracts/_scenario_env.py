@@ -11,6 +11,7 @@ from sreforge_contracts._base import Contract
 from sreforge_contracts._errors import ContractError
 
 __all__ = [
+    "Database",
     "DeliveryMode",
     "ScenarioEnv",
     "UpstreamProfile",
@@ -28,7 +29,12 @@ UpstreamProfile = Literal["steady", "flaky-lookups"]
 instant 503 while its traffic is sustained. One knob for every upstream condition a
 scenario needs (a brownout is one more name here and in the upstream's profile table)."""
 
+Database = Literal["sqlite", "postgres"]
+"""Where the service keeps its data for the run: the stack's SQLite file (the default), or
+a PostgreSQL server of the run's own (local topology only; the stack's `[postgres]`)."""
+
 _KNOWN = {
+    "DATABASE",
     "DELIVERY_MODE",
     "RUNTIME_ENV_VAR",
     "RUNTIME_ENV_VALUE",
@@ -55,6 +61,7 @@ class ScenarioEnv(Contract):
     """The service's memory limit for this scenario (the topology enforces it), over the
     stack's `memory_limit_mb`."""
     upstream_profile: UpstreamProfile = Field(default="steady", alias="UPSTREAM_PROFILE")
+    database: Database = Field(default="sqlite", alias="DATABASE")
     extra: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")

@@ -40,7 +40,12 @@ from sreforge_deployer._process import run_once
 from sreforge_deployer._render import RenderedObservability, render_observability
 from sreforge_deployer._run import RunIdentity, own_start_time, remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._spec import ComponentSpec, load_scenario_setup, load_stack_spec
+from sreforge_deployer._spec import (
+    ComponentSpec,
+    load_scenario_setup,
+    load_stack_spec,
+    refuse_postgres,
+)
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
@@ -75,6 +80,7 @@ class ComposeStack:
             webhook_token_file=webhook_token_file,
         )
         self.setup = load_scenario_setup(scenario_dir)
+        refuse_postgres(self.setup, "the compose topology")
         self.spec = load_stack_spec(self.setup.stack_dir)
         self.time_scale = time_scale
         self.run_id = self.identity.run_id

@@ -27,6 +27,7 @@ from sreforge_deployer._spec import (
     find_scenario_dir,
     load_scenario_setup,
     load_stack_spec,
+    refuse_postgres,
 )
 from sreforge_deployer._topology import ArmFacts, CiTarget, StackFacts, guarded
 from sreforge_deployer._workspace import Workspace
@@ -93,6 +94,7 @@ class PatchTopology:
     ) -> PatchTopology:
         scenario_dir = find_scenario_dir(settings.use_cases, scenario_id)
         setup = load_scenario_setup(scenario_dir)
+        refuse_postgres(setup, "the patch profile")
         base = find_scenario(settings.use_cases, scenario_id).manifest.base_commit
         if not base:
             raise StackSpecError(f"scenario {scenario_id}: a patch scenario needs base_commit")

@@ -16,6 +16,7 @@ __all__ = [
     "WORKSPACE_CWD",
     "ComponentSpec",
     "DeliveryMode",
+    "PostgresSpec",
     "ScenarioSetup",
     "SeedSpec",
     "StackSpec",
@@ -23,6 +24,7 @@ __all__ = [
     "load_scenario_setup",
     "load_stack_spec",
     "memory_limit_mb",
+    "refuse_postgres",
 ]
 
 WORKSPACE_CWD = "workspace"
@@ -81,6 +83,17 @@ class ComponentSpec(_Strict):
         return self.pause is not None and self.resume is not None
 
 
+class PostgresSpec(_Strict):
+    """How the stack runs on PostgreSQL (a scenario's `DATABASE=postgres`)."""
+
+    env: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    """The service's variable that receives the run's database URL."""
+    seed_argv: list[str] = Field(min_length=1)
+    """Run after the seed, with `{database_url}`: fills the database the way the seed
+    filled `{db_path}`."""
+    timeout_seconds: float = Field(default=120.0, gt=0)
+
+
 class StackSpec(_Strict):
     """A whole stack: its components in start order, seed, service and template dir."""
 
@@ -89,6 +102,8 @@ class StackSpec(_Strict):
     workspace_source: str
     observability: str
     seed: SeedSpec | None = None
+    postgres: PostgresSpec | None = None
+    """Present when the stack can run on PostgreSQL."""
     components: list[ComponentSpec] = Field(min_length=1)
     topology: TopologyName | None = None
     """The topology a run of this stack gets when its `run.start` names none (else local)."""
@@ -172,6 +187,20 @@ class ScenarioSetup(_Strict):
     max_clear_seconds: float = 600.0
     service_memory_limit_mb: int | None = None
     """The scenario's sizing of the service (`SERVICE_MEMORY_LIMIT_MB`), over the stack's."""
+    database: Literal["sqlite", "postgres"] = "sqlite"
+    """Where the service keeps its data (`DATABASE`): the SQLite file, or a PostgreSQL
+    server of the run's own (the local topology only)."""
+
+
+def refuse_postgres(setup: ScenarioSetup, where: str) -> None:
+    """`StackSpecError` naming `DATABASE` when the scenario asks `where` for PostgreSQL,
+    which only the local topology runs."""
+    if setup.database == "postgres":
+        raise StackSpecError(
+            f"DATABASE=postgres: {where} does not run a PostgreSQL server (only the local "
+            "topology does); run this scenario on the local topology",
+            source=setup.directory / "environment" / "scenario.env",
+        )
 
 
 def memory_limit_mb(spec: StackSpec, setup: ScenarioSetup, component: ComponentSpec) -> int | None:
@@ -216,6 +245,7 @@ def load_scenario_setup(scenario_dir: Path) -> ScenarioSetup:
         sustained_clear_seconds=manifest.determinism.sustained_clear_seconds,
         max_clear_seconds=manifest.determinism.max_clear_time_seconds,
         service_memory_limit_mb=env.service_memory_limit_mb,
+        database=env.database,
     )
 
 

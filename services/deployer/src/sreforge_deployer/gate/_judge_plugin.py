@@ -35,7 +35,7 @@ from sreforge_deployer._errors import ComponentStartError
 from sreforge_deployer._ports import PortAllocator, PortLease, wait_bindable
 from sreforge_deployer._process import Component, log_tail, run_once
 from sreforge_deployer._settings import DeployerSettings
-from sreforge_deployer._spec import load_scenario_setup, load_stack_spec
+from sreforge_deployer._spec import load_scenario_setup, load_stack_spec, refuse_postgres
 from sreforge_deployer._wiring import Wiring
 from sreforge_deployer.gate._judge import SPEC_ENV, JudgeSpec
 from sreforge_deployer.gate._judge_stub import StubUpstream
@@ -95,6 +95,8 @@ class JudgedService:
     def __init__(self, spec: JudgeSpec, stub_port: int) -> None:
         self.spec = spec
         setup = load_scenario_setup(spec.scenario_dir)
+        # Hidden tests would meet the service on SQLite: refused, not half-judged.
+        refuse_postgres(setup, "the CI gate's judge (hidden tests)")
         stack = load_stack_spec(setup.stack_dir)
         # Its dependencies are the stub (their ports are the stub's); no egress.
         self._component = stack.component(stack.service).model_copy(update={"egress": []})

@@ -64,6 +64,9 @@ class DeployerSettings(BaseSettings):
     port_range_low: int = Field(default=20000, ge=1024)
     port_range_high: int = Field(default=32000, le=65536)
     prometheus_bin: str = "prometheus"
+    postgres_bin_dir: Path | None = None
+    """Where `initdb` and `postgres` are, for a run on PostgreSQL (`DATABASE=postgres`);
+    unset: the ones on PATH, else the newest `/usr/lib/postgresql/*/bin`."""
     alertmanager_bin: str = "prometheus-alertmanager"
     python: str = sys.executable
     observability_timeout_seconds: float = Field(default=30.0, gt=0)

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from sreforge_confine import Endpoint, Jail, parse_host_port
 
@@ -54,6 +55,8 @@ class Wiring:
     run_dir: Path
     ports: dict[str, int]
     time_scale: float
+    database_url: str | None = None
+    """The run's PostgreSQL database (a scenario's `DATABASE=postgres`), else None."""
 
     @property
     def workspace_dir(self) -> Path:
@@ -110,6 +113,21 @@ class Wiring:
             ),
         )
 
+    def postgres_seed_launch(self) -> LaunchSpec | None:
+        """The stack's Postgres seed (`[postgres].seed_argv`), for a run on PostgreSQL."""
+        postgres = self.spec.postgres
+        if postgres is None or self.database_url is None:
+            return None
+        values = self._placeholders(None)
+        return LaunchSpec(
+            name="seed-postgres",
+            argv=[fill_template(arg, values, "postgres") for arg in postgres.seed_argv],
+            cwd=self.workspace_dir,
+            env=self.base_env(),
+            log_path=self.log_dir / "seed.log",
+            startup_timeout_seconds=postgres.timeout_seconds,
+        )
+
     def launch(self, component: ComponentSpec, runtime_env: dict[str, str]) -> LaunchSpec:
         """The concrete launch of `component` (the service also gets `runtime_env`)."""
         values = self._placeholders(component)
@@ -125,6 +143,8 @@ class Wiring:
             **{key: f"{real * self.time_scale:g}" for key, real in component.scaled_env.items()},
         }
         if component.name == self.spec.service:
+            if self.spec.postgres is not None and self.database_url is not None:
+                env[self.spec.postgres.env] = self.database_url
             env.update(runtime_env)
         port = self.ports[component.name]
         launch = LaunchSpec(
@@ -149,6 +169,9 @@ class Wiring:
         assert port is not None
         outbound = [Endpoint("127.0.0.1", self.ports[name]) for name in component.reaches]
         outbound += [parse_host_port(text) for text in component.egress]
+        if self.database_url is not None:
+            server = urlsplit(self.database_url)
+            outbound.append(parse_host_port(f"{server.hostname}:{server.port}"))
         return self._jailed(
             launch,
             lambda argv: service_jail(
@@ -204,6 +227,8 @@ class Wiring:
             values["upstream_url"] = self.url(self.spec.upstreams[0].name)
         for other in self.spec.components:
             values[f"{other.name.replace('-', '_')}_url"] = self.url(other.name)
+        if self.database_url is not None:
+            values["database_url"] = self.database_url
         if component is not None:
             values["port"] = str(self.ports[component.name])
         return values

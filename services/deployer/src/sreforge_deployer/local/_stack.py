@@ -48,6 +48,7 @@ from sreforge_deployer._spec import (
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
+from sreforge_deployer.local._postgres import POSTGRES, PostgresServer, run_postgres
 from sreforge_deployer.local._state import StackRecord, live_groups
 from sreforge_deployer.local._teardown import TeardownReport, leftovers
 
@@ -96,6 +97,7 @@ class LocalStack:
         self._components: dict[str, Component] = {}
         self._runtime_env: dict[str, str] = {}
         self._groups_seen: dict[str, int] = {}
+        self._postgres: PostgresServer | None = None
         self.workspace: Workspace | None = None
         self.rendered: RenderedObservability | None = None
         self.built_commit: str | None = None
@@ -194,6 +196,8 @@ class LocalStack:
         """
         groups = {name: c.pgid for name, c in self._components.items() if c.pgid is not None}
         groups = {**self._groups_seen, **groups}
+        remaining = self._postgres.stop() if self._postgres is not None else []
+        self._postgres = None
         timeout = self.settings.stop_timeout_seconds
         grace = self.settings.teardown_grace_seconds
         stop_groups(list(groups.values()), timeout, term_grace_seconds=grace)
@@ -204,7 +208,7 @@ class LocalStack:
         # Only ports of components we started: a port someone else took before its
         # component could bind it is theirs, not a leftover of ours.
         ports = {name: lease.port for name, lease in self._leases.items() if name in groups}
-        remaining = leftovers(groups, ports, None)
+        remaining += leftovers(groups, ports, None)
         remaining += [f"memory cgroup {path}" for path in remove_run_cgroups(self.run_id)]
         remove_run_dir(self.run_dir)
         remaining += leftovers({}, {}, self.run_dir)
@@ -265,7 +269,7 @@ class LocalStack:
             ALERTMANAGER: self.url(ALERTMANAGER),
             self.spec.service: self.url(self.spec.service),
         }
-        operator = {**agent, **{name: self.url(name) for name in self._leases}}
+        operator = {**agent, **{name: self.url(name) for name in self._leases if name != POSTGRES}}
         return StackEndpoints(agent=agent, operator=operator)
 
     def pgids(self) -> dict[str, int]:
@@ -286,8 +290,9 @@ class LocalStack:
             settle_past_windows(self.url(PROMETHEUS), self.rendered, job, since)
 
     def _wiring(self) -> Wiring:
+        url = self._postgres.url if self._postgres is not None else None
         return Wiring(
-            self.spec, self.setup, self.settings, self.run_dir, self.ports, self.time_scale
+            self.spec, self.setup, self.settings, self.run_dir, self.ports, self.time_scale, url
         )
 
     def _preflight(self) -> None:
@@ -297,9 +302,12 @@ class LocalStack:
         resolve_binary(PROMETHEUS, self.settings.prometheus_bin, env)
         resolve_binary(ALERTMANAGER, self.settings.alertmanager_bin, env)
         resolve_binary("python", self.settings.python, env)
+        if self.setup.database == "postgres":
+            run_postgres(self.spec, self.setup, self.settings, self.run_dir, port=0)
 
     def _lease_ports(self) -> None:
         names = [c.name for c in self.spec.components] + [ALERTMANAGER, PROMETHEUS]
+        names += [POSTGRES] if self.setup.database == "postgres" else []
         allocator = PortAllocator(
             self.settings.port_lock_dir, self.settings.port_range_low, self.settings.port_range_high
         )
@@ -316,6 +324,14 @@ class LocalStack:
         launch = self._wiring().seed_launch()
         if launch is not None:
             run_once(launch)
+        if self.setup.database == "postgres":
+            port = self.ports[POSTGRES]
+            self._postgres = run_postgres(self.spec, self.setup, self.settings, self.run_dir, port)
+            self._groups_seen[POSTGRES] = self._postgres.start()
+            self._record().write()
+            seed = self._wiring().postgres_seed_launch()
+            assert seed is not None
+            run_once(seed)
 
     def _start(self, launch: LaunchSpec) -> None:
         component = Component(launch)
@@ -358,7 +374,7 @@ class LocalStack:
         wait_scraped(self.url(PROMETHEUS), jobs, self.settings.scrape_timeout_seconds, log)
 
     def _record(self) -> StackRecord:
-        known = {name: self.url(name) for name in self._leases}
+        known = {name: self.url(name) for name in self._leases if name != POSTGRES}
         return StackRecord(
             run_id=self.run_id,
             scenario_id=self.setup.scenario_id,

@@ -16,7 +16,7 @@ from sreforge_deployer.gate._gate import run_test_sets
 from sreforge_deployer.gate._test_sets import JunitReport, Outcome, SetName
 
 SCENARIO = "patch-stale-sort-keys"
-BASE = "0167c87f7cabda837c8db7b3f8afeab2d0590756"
+BASE = "2c7df047187e1600faccc121ef7924107966e9be"
 
 
 def _request(run_id: str) -> RunRequested:

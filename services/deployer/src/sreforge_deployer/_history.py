@@ -106,7 +106,23 @@ DEFAULT_HISTORY: tuple[HistoryCommit, ...] = (
         "The e-reader apps sync progress into reading_progress; search shows each hit's\n"
         "current page. The schema moves from db.py into bookshelf/migrations/, applied in\n"
         "order at start-up and recorded in schema_migrations.",
-        ("bookshelf/migrat*", "tests/test_migrat*", "tests/test_progress*"),
+        (
+            "bookshelf/migrate.py",
+            "bookshelf/migrations/__init__.py",
+            "bookshelf/migrations/0*",
+            "tests/test_migrat*",
+            "tests/test_progress*",
+        ),
+    ),
+    HistoryCommit(
+        _DANIEL,
+        "2026-11-06T11:27:52+01:00",
+        "Run the library on PostgreSQL when BOOKSHELF_DATABASE_URL is set\n\n"
+        "The routes keep their SQL: each request checks a connection out of a pool\n"
+        "(BOOKSHELF_DB_POOL_SIZE, default 20) that speaks the sqlite3 subset they use. The\n"
+        "schema gets its own numbered migrations in bookshelf/migrations/postgres/, and\n"
+        "`python -m bookshelf.postgres` copies a seeded library into a database.",
+        ("bookshelf/postgres.py", "bookshelf/migrations/postgres/*"),
     ),
     HistoryCommit(
         _DANIEL,

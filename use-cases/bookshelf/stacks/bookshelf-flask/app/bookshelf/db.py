@@ -42,17 +42,22 @@ def init_schema(conn: sqlite3.Connection) -> None:
 
 
 def get_db() -> sqlite3.Connection:
-    """The request's connection, opened on first use and closed at teardown."""
+    """The request's connection, opened on first use and closed at teardown (taken from
+    the pool when the library is on PostgreSQL, see `bookshelf.postgres`)."""
     if "db" not in g:
-        g.db = connect(current_app.config["SETTINGS"].db_path)
+        pool = current_app.extensions.get("bookshelf.postgres")
+        g.db = connect(current_app.config["SETTINGS"].db_path) if pool is None else pool.checkout()
     conn: sqlite3.Connection = g.db
     return conn
 
 
 def init_db(app: Flask) -> None:
     """Migrate the schema and close request connections at teardown."""
-    with connect(app.config["SETTINGS"].db_path) as conn:
-        init_schema(conn)
+    from .postgres import init_postgres  # imported here: psycopg loads only when the app starts
+
+    if not init_postgres(app):
+        with connect(app.config["SETTINGS"].db_path) as conn:
+            init_schema(conn)
 
     @app.teardown_appcontext
     def _close(_exc: BaseException | None) -> None:

@@ -35,10 +35,11 @@ class Migration:
     sql: str
 
 
-def available() -> list[Migration]:
-    """The migrations shipped with this build, in version order."""
+def available(package: str = "bookshelf.migrations") -> list[Migration]:
+    """The migrations shipped with this build (the SQLite ones unless another `package`
+    is named), in version order."""
     found = []
-    for entry in resources.files("bookshelf.migrations").iterdir():
+    for entry in resources.files(package).iterdir():
         if not entry.name.endswith(".sql"):
             continue
         version, _, rest = entry.name.removesuffix(".sql").partition("_")

@@ -37,7 +37,7 @@ from sreforge_deployer._run import RunLayout
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import ScenarioSetup, StackSpec
 
-__all__ = ["POSTGRES", "PostgresServer", "find_postgres_bin", "run_postgres"]
+__all__ = ["POSTGRES", "PostgresServer", "database_url", "find_postgres_bin", "run_postgres"]
 
 POSTGRES = "postgres"
 """The component name of the run's server (its port lease, process group and log)."""
@@ -57,6 +57,11 @@ _SETTINGS = {
     "logging_collector": "off",
 }
 _HBA = "# The run's own server: trust, on loopback TCP only.\nhost all all 127.0.0.1/32 trust\n"
+
+
+def database_url(port: int) -> str:
+    """The libpq URL of the database of a run's server on `port` (no password: trust)."""
+    return f"postgresql://{USER}@127.0.0.1:{port}/{DATABASE}"
 
 
 def run_postgres(
@@ -127,7 +132,7 @@ class PostgresServer:
     @property
     def url(self) -> str:
         """The database's libpq URL (no password: trust on loopback)."""
-        return f"postgresql://{USER}@127.0.0.1:{self.port}/{DATABASE}"
+        return database_url(self.port)
 
     @property
     def pgid(self) -> int | None:

@@ -48,7 +48,7 @@ from sreforge_deployer._spec import (
 from sreforge_deployer._topology import StackEndpoints
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS, Wiring
 from sreforge_deployer._workspace import Workspace
-from sreforge_deployer.local._postgres import POSTGRES, PostgresServer, run_postgres
+from sreforge_deployer.local._postgres import POSTGRES, PostgresServer, database_url, run_postgres
 from sreforge_deployer.local._state import StackRecord, live_groups
 from sreforge_deployer.local._teardown import TeardownReport, leftovers
 
@@ -290,7 +290,8 @@ class LocalStack:
             settle_past_windows(self.url(PROMETHEUS), self.rendered, job, since)
 
     def _wiring(self) -> Wiring:
-        url = self._postgres.url if self._postgres is not None else None
+        # From the lease, not the server object: an adopted stack has only the former.
+        url = database_url(self.ports[POSTGRES]) if POSTGRES in self._leases else None
         return Wiring(
             self.spec, self.setup, self.settings, self.run_dir, self.ports, self.time_scale, url
         )

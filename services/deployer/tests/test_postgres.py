@@ -18,7 +18,7 @@ import pytest
 from sreforge_deployer import DeployerSettings
 from sreforge_deployer._compose_stack import ComposeStack
 from sreforge_deployer._errors import DeployerError, StackSpecError
-from sreforge_deployer._ports import PortAllocator, listening_ports
+from sreforge_deployer._ports import PortAllocator, PortLease, listening_ports
 from sreforge_deployer._process import group_members
 from sreforge_deployer._spec import load_scenario_setup, load_stack_spec, refuse_postgres
 from sreforge_deployer._wiring import Wiring
@@ -26,6 +26,7 @@ from sreforge_deployer.local import LocalStack
 from sreforge_deployer.local._postgres import (
     POSTGRES,
     PostgresServer,
+    database_url,
     find_postgres_bin,
     run_postgres,
 )
@@ -113,6 +114,15 @@ def test_service_gets_the_url_and_its_jail_reaches_the_server(
     assert "BOOKSHELF_DATABASE_URL" not in sqlite_launch.env
     assert not any("127.0.0.1-24555.sock" in arg for arg in sqlite_launch.argv)
     assert on_sqlite.postgres_seed_launch() is None
+
+
+def test_the_url_comes_from_the_lease(postgres_scenario: Path, settings: DeployerSettings) -> None:
+    """An adopted stack has its server's lease, not the object that started it: its
+    service is still pointed at that server on a redeploy."""
+    stack = LocalStack(postgres_scenario, settings=settings)
+    assert stack._wiring().database_url is None
+    stack._leases = {POSTGRES: PortLease(24555, Path("/nonexistent.lock"))}
+    assert stack._wiring().database_url == database_url(24555) == URL
 
 
 @pytest.fixture

@@ -36,29 +36,23 @@ def mix(loadgen: ModuleType, library: Path) -> Any:
     return loadgen.profile_named("search-page-mix", library, 1)
 
 
-@pytest.fixture(scope="module")
-def page_module(loadgen: ModuleType) -> ModuleType:
-    """loadgen's `_search_page` module (its constants)."""
-    return __import__("loadgen._search_page", fromlist=["PAGE_LIMIT"])
-
-
-def test_one_request_in_25_is_a_search_page(mix: Any, page_module: ModuleType) -> None:
+def test_one_request_in_25_is_a_search_page(mix: Any, loadgen: ModuleType) -> None:
     """The other 24 are single title-listing pages, both orders, spread over the library:
     nothing but the search page reads the progress table."""
-    every = page_module.PAGE_SEARCH_EVERY
+    every = loadgen.PAGE_SEARCH_EVERY
     assert every == 25
     sent = [mix.request(n) for n in range(5000)]
     searches = [params for path, params in sent if path == "/search"]
     assert len(searches) == 5000 // every
     assert all(path == "/search" for path, _ in sent[every - 1 :: every])
-    assert {params["limit"] for params in searches} == {str(page_module.PAGE_LIMIT)}
+    assert {params["limit"] for params in searches} == {str(loadgen.PAGE_LIMIT)}
     listings = [params for path, params in sent if path == "/books"]
     assert {p["sort"] for p in listings} == {"title"}
     assert {p["order"] for p in listings} == {"asc", "desc"}
     assert len({p["page"] for p in listings}) > 700
 
 
-def test_titles_come_back_in_turn_within_two_cache_ttls(mix: Any, page_module: ModuleType) -> None:
+def test_titles_come_back_in_turn_within_two_cache_ttls(mix: Any, loadgen: ModuleType) -> None:
     """Each title is asked for once per rotation, and a rotation at 20 requests/s is shorter
     than the metadata cache's two TTLs at time scale 0.1 (60 s): a working build keeps
     every book of the search page cached after warm-up."""
@@ -67,12 +61,12 @@ def test_titles_come_back_in_turn_within_two_cache_ttls(mix: Any, page_module: M
     assert 12 <= count <= 40
     for k in range(3 * count):
         assert page.query(k) in page.titles[k % count].spellings
-    rotation_seconds = count * page_module.PAGE_SEARCH_EVERY / 20
+    rotation_seconds = count * loadgen.PAGE_SEARCH_EVERY / 20
     assert rotation_seconds < 2 * 30
     assert [params["q"] for _, params in mix.working_set] == [t.title for t in page.titles]
 
 
-def test_every_search_page_fills_its_result_list(mix: Any, page_module: ModuleType) -> None:
+def test_every_search_page_fills_its_result_list(mix: Any, loadgen: ModuleType) -> None:
     """Every spelling the page can send finds exactly 8 books of its title: each search
     page costs the app 8 progress lookups."""
     page = mix.search_page
@@ -80,16 +74,16 @@ def test_every_search_page_fills_its_result_list(mix: Any, page_module: ModuleTy
         expected = {tuple(h.row["id"] for h in page.truth.expected(q)) for q in title.spellings}
         assert len(expected) == 1
         (ids,) = expected
-        assert len(ids) == page_module.PAGE_LIMIT
+        assert len(ids) == loadgen.PAGE_LIMIT
 
 
-def test_the_truth_is_what_the_app_answers(mix: Any, library: Path, page_module: ModuleType) -> None:
+def test_the_truth_is_what_the_app_answers(mix: Any, library: Path, loadgen: ModuleType) -> None:
     """Rows, order and current pages of the healthy app's search equal the load's truth for
     a sample of spellings of every title (metadata aside: no upstream here)."""
     page = mix.search_page
     queries = sorted({q for t in page.titles for q in t.spellings[:3]})
     done = subprocess.run(
-        [PYTHON, "-c", _ANSWERS, str(library), json.dumps(queries), str(page_module.PAGE_LIMIT)],
+        [PYTHON, "-c", _ANSWERS, str(library), json.dumps(queries), str(loadgen.PAGE_LIMIT)],
         cwd=APP, capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

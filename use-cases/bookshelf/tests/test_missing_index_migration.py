@@ -214,7 +214,7 @@ def test_a_cache_of_search_answers_misses_the_search_page(
 ) -> None:
     """The cache negative fails on the load, not by luck: replayed on the search page's own
     sequence (seed 1, 20 requests/s), its LRU answers under 10 % of search pages (each miss
-    still ~0.5 s of scans) and never three in a row, so every 3 s alert window of the
+    still ~0.4 s of scans) and never three in a row, so every 3 s alert window of the
     negative's build keeps its slow searches."""
     text = CACHE.read_text()
     size = int(re.search(r"_SEARCH_CACHE_SIZE = (\d+)", text)[1])  # type: ignore[index]

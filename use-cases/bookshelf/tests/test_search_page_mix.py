@@ -1,5 +1,5 @@
 """loadgen's `search-page-mix` profile: readers leafing through the title listing, and one
-request in 25 a search from the search page (8 hits), its titles in turn."""
+request in 25 a search from the search page (6 hits), its titles in turn."""
 
 from __future__ import annotations
 
@@ -67,8 +67,8 @@ def test_titles_come_back_in_turn_within_two_cache_ttls(mix: Any, loadgen: Modul
 
 
 def test_every_search_page_fills_its_result_list(mix: Any, loadgen: ModuleType) -> None:
-    """Every spelling the page can send finds exactly 8 books of its title: each search
-    page costs the app 8 progress lookups."""
+    """Every spelling the page can send finds exactly 6 books of its title: each search
+    page costs the app 6 progress lookups."""
     page = mix.search_page
     for title in page.titles:
         expected = {tuple(h.row["id"] for h in page.truth.expected(q)) for q in title.spellings}
@@ -97,13 +97,13 @@ def test_the_truth_is_what_the_app_answers(mix: Any, library: Path, loadgen: Mod
 
 
 def test_a_wrong_search_page_is_judged_wrong(mix: Any) -> None:
-    """Searches are judged against the page's truth (8 hits), not the storm's (2 hits)."""
+    """Searches are judged against the page's truth (6 hits), not the storm's (2 hits)."""
     page = mix.search_page
     query = page.titles[0].spellings[0]
     hits = [{**h.row, "metadata": h.metadata} for h in page.truth.expected(query)]
     right = json.dumps({"query": query, "count": len(hits), "results": hits}).encode()
     short = json.dumps({"query": query, "count": 2, "results": hits[:2]}).encode()
-    sent = ("/search", {"q": query, "limit": "8"})
+    sent = ("/search", {"q": query, "limit": "6"})
     assert mix.check(sent, right) == "ok"
     assert mix.check(sent, short) == "degraded"
     assert mix.check(sent, b"[]") == "wrong"

@@ -12,7 +12,7 @@ The arithmetic (20 requests/s; time scale 0.1, where the alert window is 3 s and
 metadata cache's TTL 30 s):
 - a search page is 1 request in 25: 0.8/s, ~3 % of requests, 2-3 in every alert window.
   p99 follows them: above 0.3 s whenever they are (1 % would do);
-- each returns `PAGE_LIMIT` = 8 books, each with its `current_page` (one progress lookup
+- each returns `PAGE_LIMIT` = 6 books, each with its `current_page` (one progress lookup
   per hit, `app/bookshelf/db.py::CURRENT_PAGE`) and its metadata;
 - in turn, a title comes back once per rotation (30 titles for seed 1: every 37.5 s),
   inside the metadata cache's two TTLs (60 s): after warm-up, a working build answers
@@ -34,7 +34,7 @@ from itertools import accumulate
 from ._searches import SearchSet
 from ._truth import EditionLookup, SearchTruth, title_search
 
-PAGE_LIMIT = 8
+PAGE_LIMIT = 6
 """The `limit` the search page sends: its result list."""
 PAGE_SEARCH_EVERY = 25
 """In `search-page-mix`, one request in PAGE_SEARCH_EVERY is a search-page search."""

@@ -213,9 +213,9 @@ def test_a_cache_of_search_answers_misses_the_search_page(
     loadgen: ModuleType, library: Path
 ) -> None:
     """The cache negative fails on the load, not by luck: replayed on the search page's own
-    sequence (seed 1, 20 requests/s), its LRU answers under 10 % of search pages (each miss
-    still ~0.4 s of scans) and never three in a row, so every 3 s alert window of the
-    negative's build keeps its slow searches."""
+    sequence (seed 1, 20 requests/s), its LRU answers no search page (each miss still
+    ~0.4 s of scans), so every 3 s alert window of the negative's build keeps its slow
+    searches."""
     text = CACHE.read_text()
     size = int(re.search(r"_SEARCH_CACHE_SIZE = (\d+)", text)[1])  # type: ignore[index]
     ttl = float(re.search(r"_SEARCH_CACHE_TTL_SECONDS = ([\d.]+)", text)[1])  # type: ignore[index]
@@ -225,6 +225,4 @@ def test_a_cache_of_search_answers_misses_the_search_page(
     every = loadgen.PAGE_SEARCH_EVERY
     sequence = [profile.search_page.query(k) for k in range(3000)]
     answered = _cache_answers(sequence, size, ttl, every / rate)
-    assert sum(answered) / len(answered) < 0.10
-    runs = "".join("x" if hit else "." for hit in answered)
-    assert "xxx" not in runs
+    assert not any(answered)

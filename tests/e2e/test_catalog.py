@@ -18,11 +18,7 @@ from wholerun import REPO, SCENARIO, RunPool, RunSpec, WholeRuns, finished, open
 
 pytestmark = pytest.mark.integration
 
-HELD_BACK = {
-    "missing-index-migration": "under CI's load its alert twice did not fire in the"
-    " confirm-fire window (reference on 2026-12-02, noop on 2026-12-03): not qualified,"
-    " out of CI's catalog until its fault pages reliably on a loaded 2-core machine",
-}
+HELD_BACK: dict[str, str] = {}
 """Scenarios on main that CI's catalog does not run yet, each with the reason."""
 CATALOG = [
     scenario.id

@@ -200,7 +200,8 @@ def test_listing_mix_is_mostly_uncached_reads(products: tuple[ModuleType, Module
 def test_unknown_profile_lists_the_known_ones(products: tuple[ModuleType, ModuleType]) -> None:
     """A typo in LOAD_PROFILE fails at start with the valid names."""
     loadgen, _ = products
-    with pytest.raises(ValueError, match="listing-mix, search-storm, search-suggest"):
+    known = "listing-mix, search-page-mix, search-storm, search-suggest"
+    with pytest.raises(ValueError, match=known):
         loadgen.profile_named("search")
 
 

@@ -15,7 +15,9 @@ import json
 import re
 import subprocess
 import tomllib
+from collections import OrderedDict
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from sreforge_contracts import load_scenario
@@ -28,6 +30,7 @@ FAULT = SCENARIO / "inject" / "01-schema-cleanup.patch"
 FIX = SCENARIO / "solution" / "fix.patch"
 NEGATIVES = sorted((SCENARIO / "verify" / "negative").glob("*.patch"))
 REVERT = SCENARIO / "verify" / "negative" / "revert-schema-cleanup.patch"
+CACHE = SCENARIO / "verify" / "negative" / "cache-search-results.patch"
 
 # Seed with one tree, then open the same file with another (a redeploy on a live library).
 _SEED = """
@@ -186,3 +189,40 @@ def test_scenario_pages_on_the_latency_rule() -> None:
     oracle = (SCENARIO / "verify" / "oracle.md").read_text()
     assert "## Root cause (harness-internal)" in oracle
     assert tomllib.loads((SCENARIO / "scenario.toml").read_text())["id"] == SCENARIO.name
+
+
+def _cache_answers(sequence: list[str], size: int, ttl: float, period: float) -> list[bool]:
+    """Whether an LRU of `size` answers kept `ttl` seconds, keyed on the raw query, answers
+    each search of `sequence`, one every `period` seconds (the negative's cache, replayed)."""
+    cache: OrderedDict[str, float] = OrderedDict()
+    answered = []
+    for k, query in enumerate(sequence):
+        now = k * period
+        stored = cache.get(query)
+        answered.append(stored is not None and now - stored < ttl)
+        if not answered[-1]:
+            cache[query] = now
+        cache.move_to_end(query)
+        while len(cache) > size:
+            cache.popitem(last=False)
+    return answered
+
+
+@pytest.mark.timeout(180)
+def test_a_cache_of_search_answers_misses_the_search_page(
+    loadgen: ModuleType, library: Path
+) -> None:
+    """The cache negative fails on the load, not by luck: replayed on the search page's own
+    sequence (seed 1, 20 requests/s), its LRU answers no search page (each miss still
+    ~0.4 s of scans), so every 3 s alert window of the negative's build keeps its slow
+    searches."""
+    text = CACHE.read_text()
+    size = int(re.search(r"_SEARCH_CACHE_SIZE = (\d+)", text)[1])  # type: ignore[index]
+    ttl = float(re.search(r"_SEARCH_CACHE_TTL_SECONDS = ([\d.]+)", text)[1])  # type: ignore[index]
+    env = (SCENARIO / "environment" / "scenario.env").read_text()
+    rate = float(re.search(r"^LOAD_RATE=(\d+)", env, re.M)[1])  # type: ignore[index]
+    profile = loadgen.profile_named("search-page-mix", library, 1)
+    every = loadgen.PAGE_SEARCH_EVERY
+    sequence = [profile.search_page.query(k) for k in range(3000)]
+    answered = _cache_answers(sequence, size, ttl, every / rate)
+    assert not any(answered)

@@ -4,6 +4,7 @@ from ._checks import OkWindow, ResponseChecks, judge
 from ._control import ControlServer
 from ._generator import LoadGenerator, WarmupReport, default_max_inflight
 from ._profiles import PROFILE_NAMES, Profile, profile_named, search_storm
+from ._search_page import PAGE_LIMIT, PAGE_SEARCH_EVERY, SearchPage, build_search_page
 from ._searches import SearchSet, build_search_set
 from ._stats import LatencyWindow, LoadMetrics, RateWindow
 from ._truth import (
@@ -16,6 +17,8 @@ from ._truth import (
 )
 
 __all__ = [
+    "PAGE_LIMIT",
+    "PAGE_SEARCH_EVERY",
     "PROFILE_NAMES",
     "ControlServer",
     "ExpectedHit",
@@ -26,10 +29,12 @@ __all__ = [
     "Profile",
     "RateWindow",
     "ResponseChecks",
+    "SearchPage",
     "SearchSet",
     "SearchTruth",
     "TruthError",
     "WarmupReport",
+    "build_search_page",
     "build_search_set",
     "catalogue_editions",
     "default_max_inflight",

@@ -8,12 +8,13 @@ from pathlib import Path
 
 from ._checks import AnswerCheck, Request
 from ._pages import PAGES_PER_SCROLL, PER_PAGE, ListingTruth
+from ._search_page import PAGE_LIMIT, PAGE_SEARCH_EVERY, SearchPage, build_search_page
 from ._searches import SearchSet, build_search_set
 from ._truth import SEARCH_LIMIT, Verdict, catalogue_editions, open_library
 
 _LISTING_PAGES = 20
 _LIBRARY_SIZE = 20_000
-PROFILE_NAMES = ("browse-mix", "listing-mix", "search-storm", "search-suggest")
+PROFILE_NAMES = ("browse-mix", "listing-mix", "search-page-mix", "search-storm", "search-suggest")
 DEFAULT_SEED = 1
 SUGGEST_EVERY = 4
 """In `search-suggest`, every SUGGEST_EVERY-th search comes from the web client's suggestion box."""
@@ -33,6 +34,8 @@ class Profile:
     check: AnswerCheck | None = None
     searches: SearchSet | None = None
     """The search working set and its truth, for profiles that search."""
+    search_page: SearchPage | None = None
+    """The search page's titles and truth, for `search-page-mix`."""
 
 
 def _listing(n: int) -> Request:
@@ -103,11 +106,36 @@ def browse_mix(searches: SearchSet, listing: ListingTruth) -> Profile:
     return Profile("browse-mix", request, warm, check, searches)
 
 
+def search_page_mix(page: SearchPage, searches: SearchSet, listing: ListingTruth) -> Profile:
+    """Readers leafing through the title listing, and every `PAGE_SEARCH_EVERY`-th request a
+    search from the search page (`_search_page.py`); every answer judged, pages against
+    `ListingTruth`, searches against their truth at `PAGE_LIMIT`."""
+
+    def request(n: int) -> Request:
+        k, slot = divmod(n, PAGE_SEARCH_EVERY)
+        if slot == PAGE_SEARCH_EVERY - 1:
+            return "/search", {"q": page.query(k), "limit": str(PAGE_LIMIT)}
+        number = 1 + (n * 97) % listing.pages
+        order = ("asc", "desc")[k % 2]
+        return "/books", {"sort": "title", "order": order, "page": str(number),
+                          "per_page": str(PER_PAGE)}  # fmt: skip
+
+    def check(sent: Request, body: bytes) -> Verdict:
+        path, params = sent
+        if path == "/books":
+            return listing.judge(params, body)
+        return page.truth.judge(params["q"], body)
+
+    warm = tuple(("/search", {"q": q, "limit": str(PAGE_LIMIT)}) for q in page.warm)
+    return Profile("search-page-mix", request, warm, check, searches, page)
+
+
 def profile_named(name: str, truth_db: Path | None = None, seed: int = DEFAULT_SEED) -> Profile:
     """The profile called `name`; ValueError lists the known ones or names what is missing.
 
-    `search-storm`, `search-suggest` and `browse-mix` draw their working set and their
-    expected answers from the library at `truth_db` (read-only, before the first request).
+    `search-storm`, `search-suggest`, `browse-mix` and `search-page-mix` draw their working
+    set and their expected answers from the library at `truth_db` (read-only, before the
+    first request).
     """
     if name == "listing-mix":
         return Profile("listing-mix", _listing_mix, ())
@@ -118,6 +146,17 @@ def profile_named(name: str, truth_db: Path | None = None, seed: int = DEFAULT_S
         try:
             searches = build_search_set(conn, seed, catalogue_editions(truth_db))
             return browse_mix(searches, ListingTruth.build(conn))
+        finally:
+            conn.close()
+    if name == "search-page-mix":
+        if truth_db is None:
+            raise ValueError(f"profile {name!r} needs --truth-db (the seeded library)")
+        conn = open_library(truth_db)
+        try:
+            editions = catalogue_editions(truth_db)
+            searches = build_search_set(conn, seed, editions)
+            page = build_search_page(conn, searches, editions)
+            return search_page_mix(page, searches, ListingTruth.build(conn))
         finally:
             conn.close()
     if name in ("search-storm", "search-suggest"):

@@ -2,7 +2,8 @@
 
 Book rows come from the library file opened read-only, with the semantics of the API's
 title search (`app/bookshelf/db.py::find_by_title_prefix`, called by `search.py` with
-`q` stripped and the `limit` sent, here always `SEARCH_LIMIT`): titles whose lower-cased
+`q` stripped and the `limit` sent: `SEARCH_LIMIT`, or `PAGE_LIMIT` from the search page of
+`search-page-mix`): titles whose lower-cased
 form starts with the lower-cased query, ordered by that key then id, at most `limit`.
 The definition is restated here on purpose: the load never imports the service's code.
 Each hit's `current_page` is the page of the book's latest reading-progress entry
@@ -69,13 +70,15 @@ def open_library(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def title_search(conn: sqlite3.Connection, query: str) -> list[dict[str, object]]:
-    """The rows the API's search returns for `query` (see the module docstring)."""
+def title_search(
+    conn: sqlite3.Connection, query: str, limit: int = SEARCH_LIMIT
+) -> list[dict[str, object]]:
+    """The rows the API's search returns for `query` and `limit` (see the module docstring)."""
     key = query.strip().lower()
     rows = conn.execute(
         f"SELECT {', '.join(CHECKED_FIELDS)} FROM books "
         "WHERE title_key >= ? AND title_key < ? ORDER BY title_key, id LIMIT ?",
-        (key, key + "\uffff", SEARCH_LIMIT),
+        (key, key + "\uffff", limit),
     ).fetchall()
     return [dict(zip(CHECKED_FIELDS, row, strict=True)) for row in rows]
 
@@ -115,10 +118,15 @@ class SearchTruth:
 
     @classmethod
     def build(
-        cls, conn: sqlite3.Connection, queries: Iterable[str], editions: EditionLookup
+        cls,
+        conn: sqlite3.Connection,
+        queries: Iterable[str],
+        editions: EditionLookup,
+        limit: int = SEARCH_LIMIT,
     ) -> SearchTruth:
-        """The expected answer of each query, from the library and the catalogue."""
-        found = {query: title_search(conn, query) for query in queries}
+        """The expected answer of each query sent with `limit`, from the library and the
+        catalogue."""
+        found = {query: title_search(conn, query, limit) for query in queries}
         pages = current_pages(conn, {int(str(r["id"])) for rows in found.values() for r in rows})
         expected = {
             query: tuple(

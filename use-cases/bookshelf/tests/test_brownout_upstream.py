@@ -64,7 +64,7 @@ def _schedule(bookmeta: ModuleType, clock: Clock) -> object:
 
 def test_brownout_comes_only_with_sustained_traffic_and_recurs(bookmeta: ModuleType) -> None:
     """Quiet traffic and a burst after a quiet second (a warm-up, a round of refreshes)
-    are served at ~0.2 s; sustained traffic (30/s) browns it out for 3 s at 2 s a lookup,
+    are served at ~0.4 s; sustained traffic (30/s) browns it out for 3 s at 2 s a lookup,
     and again 30 s after that brownout began; a quiet gap ends it."""
     clock = Clock()
     schedule = _schedule(bookmeta, clock)
@@ -78,11 +78,11 @@ def test_brownout_comes_only_with_sustained_traffic_and_recurs(bookmeta: ModuleT
             seen.append((clock.now, delay))
         return seen
 
-    assert all(d < 0.3 for _, d in traffic(per_second=80, seconds=1)), "a burst"
-    assert all(d < 0.3 for _, d in traffic(per_second=3, seconds=20)), "refreshes"
+    assert all(d < 0.5 for _, d in traffic(per_second=80, seconds=1)), "a burst"
+    assert all(d < 0.5 for _, d in traffic(per_second=3, seconds=20)), "refreshes"
     clock.now += 2
     warm = traffic(per_second=30, seconds=5)
-    assert all(d < 0.3 for _, d in warm), "not yet sustained"
+    assert all(d < 0.5 for _, d in warm), "not yet sustained"
     storm = traffic(per_second=30, seconds=70)
     slow = [t for t, d in storm if d > 1.5]
     assert slow, "sustained traffic browns it out"
@@ -92,7 +92,7 @@ def test_brownout_comes_only_with_sustained_traffic_and_recurs(bookmeta: ModuleT
     )
     assert any(first + 29 < t < first + 34 for t in slow), "again 30 s later"
     clock.now += 2
-    assert all(d < 0.3 for _, d in traffic(per_second=80, seconds=1)), "a quiet gap ends it"
+    assert all(d < 0.5 for _, d in traffic(per_second=80, seconds=1)), "a quiet gap ends it"
 
 
 def test_capacity_queues_lookups_and_refuses_those_that_waited_too_long(
@@ -155,8 +155,8 @@ def brownout_server() -> Iterator[str]:
 
 @pytest.mark.integration
 def test_abandoned_lookups_keep_their_turn(brownout_server: str) -> None:
-    """40 lookups whose callers give up after 0.1 s still take the service's eight slots
-    in turn (~1 s of work): a lookup sent after them waits its turn behind them."""
+    """40 lookups whose callers give up after 0.1 s still take the service's 16 slots in
+    turn (~1.2 s of work): a lookup sent after them waits its turn behind them."""
 
     async def abandon() -> None:
         async with httpx.AsyncClient(base_url=brownout_server, timeout=0.1) as client:

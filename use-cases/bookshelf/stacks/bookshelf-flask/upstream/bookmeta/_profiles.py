@@ -35,16 +35,16 @@ PROFILES: dict[str, Profile] = {
     # at once (no latency added); quieter traffic, or a burst after a quiet second, is
     # answered in full.
     "flaky-lookups": Profile(error_rate=0.08, busy_above_rate=15.0),
-    # A small, fast replica: 8 lookups at a time of ~0.2 s each (40 a second), a lookup
-    # that waited 2.5 s for its turn refused. Once more than 15 lookups arrived in each
-    # of the last 5 seconds it browns out: lookups take 2 s for 3 s (a tenth of its
-    # capacity), then again 30 s later if the traffic is still sustained. A burst after
-    # a quiet second (a warm-up) and a working cache's refreshes never brown it out.
+    # A small replica: 16 lookups at a time of ~0.4 s each (40 a second), a lookup that
+    # waited 2.5 s for its turn refused. Once more than 15 lookups arrived in each of the
+    # last 5 seconds it browns out: lookups take 2 s for 3 s (a fifth of its capacity),
+    # then again 30 s later if the traffic is still sustained. A burst after a quiet
+    # second (a warm-up) and a working cache's refreshes never brown it out.
     "brownout": Profile(
         busy_above_rate=15.0,
-        latency_seconds=0.2,
+        latency_seconds=0.4,
         jitter_seconds=0.02,
-        capacity=8,
+        capacity=16,
         queue_timeout_seconds=2.5,
         brownout_seconds=3.0,
         brownout_every_seconds=30.0,

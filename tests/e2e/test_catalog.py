@@ -22,6 +22,10 @@ HELD_BACK = {
     "missing-index-migration": "under CI's load its alert twice did not fire in the"
     " confirm-fire window (reference on 2026-12-02, noop on 2026-12-03): not qualified,"
     " out of CI's catalog until its fault pages reliably on a loaded 2-core machine",
+    "retry-storm": "work in progress: its negatives pass (2026-12-04: with the search"
+    " storm's 78 cached editions the upstream sees only refreshes once the cache is warm,"
+    " so the retry storm is not sustained and a redeploy of the same client recovers);"
+    " out of CI's catalog until the storm is metastable",
 }
 """Scenarios on main that CI's catalog does not run yet, each with the reason."""
 CATALOG = [

@@ -18,7 +18,12 @@ from wholerun import REPO, SCENARIO, RunPool, RunSpec, WholeRuns, finished, open
 
 pytestmark = pytest.mark.integration
 
-HELD_BACK: dict[str, str] = {}
+HELD_BACK = {
+    "retry-storm": "work in progress: its negatives pass (2026-12-04: with the search"
+    " storm's 78 cached editions the upstream sees only refreshes once the cache is warm,"
+    " so the retry storm is not sustained and a redeploy of the same client recovers);"
+    " out of CI's catalog until the storm is metastable",
+}
 """Scenarios on main that CI's catalog does not run yet, each with the reason."""
 CATALOG = [
     scenario.id

@@ -23,11 +23,12 @@ DeliveryMode = Literal["setup-baked", "arm-deploy-recent", "arm-runtime-notrace"
 """How the fault arrives: baked into the anchor, a recent deploy commit, a runtime
 env override with no code trace, or an ordered series of commits."""
 
-UpstreamProfile = Literal["steady", "flaky-lookups"]
+UpstreamProfile = Literal["steady", "flaky-lookups", "brownout"]
 """How the stack's upstream behaves for the whole run, as its own `--profile` defines it:
 `steady` answers every lookup; `flaky-lookups` answers a fixed share of them with an
-instant 503 while its traffic is sustained. One knob for every upstream condition a
-scenario needs (a brownout is one more name here and in the upstream's profile table)."""
+instant 503 while its traffic is sustained; `brownout` serves a few lookups at a time
+and slows down for a few seconds once its traffic is sustained. One knob for every
+upstream condition a scenario needs (one more name here and in the upstream's table)."""
 
 Database = Literal["sqlite", "postgres"]
 """Where the service keeps its data for the run: the stack's SQLite file (the default), or

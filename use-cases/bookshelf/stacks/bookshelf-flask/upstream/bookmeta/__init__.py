@@ -1,6 +1,6 @@
 """bookmeta: a small book-metadata service (edition lookups by ISBN-13)."""
 
-from ._app import create_app
+from ._app import Capacity, create_app
 from ._catalogue import CATALOGUE, Catalogue, Edition, derived_edition, load_catalogue
 from ._pacing import LookupSchedule, Pacing
 from ._profiles import DEFAULT_PROFILE, PROFILES, Profile
@@ -9,6 +9,7 @@ __all__ = [
     "CATALOGUE",
     "DEFAULT_PROFILE",
     "PROFILES",
+    "Capacity",
     "Catalogue",
     "Edition",
     "LookupSchedule",

@@ -9,7 +9,7 @@ from types import FrameType
 
 import uvicorn
 
-from ._app import create_app
+from ._app import Capacity, create_app
 from ._catalogue import load_catalogue
 from ._pacing import Pacing
 from ._profiles import DEFAULT_PROFILE, PROFILES
@@ -44,18 +44,22 @@ def main(argv: list[str] | None = None) -> None:
     profile = PROFILES[args.profile]
     error_rate = profile.error_rate if args.error_rate is None else args.error_rate
     pacing = Pacing(
-        args.latency_seconds,
-        args.jitter_seconds,
+        args.latency_seconds if profile.latency_seconds is None else profile.latency_seconds,
+        args.jitter_seconds if profile.jitter_seconds is None else profile.jitter_seconds,
         error_rate,
         args.seed,
         busy_above_rate=profile.busy_above_rate,
+        brownout_seconds=profile.brownout_seconds,
+        brownout_every_seconds=profile.brownout_every_seconds,
+        brownout_latency_seconds=profile.brownout_latency_seconds,
     )
+    capacity = Capacity(profile.capacity, profile.queue_timeout_seconds)
     try:
         catalogue = load_catalogue(args.library)
     except ValueError as error:
         raise SystemExit(f"bookmeta: {error}") from None
     uvicorn.run(
-        create_app(pacing, catalogue),
+        create_app(pacing, catalogue, capacity),
         host=args.host,
         port=args.port,
         log_level="warning",

@@ -10,6 +10,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -28,12 +29,28 @@ _LOOKUP_PREFIX = "/v1/books/"
 _JSON = "application/json"
 
 
-def create_app(pacing: Pacing, catalogue: Catalogue | None = None) -> App:
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """How many lookups are served at once (0: no limit), and how long one may wait for
+    its turn before it is refused with a 503 (0: as long as it takes).
+
+    A lookup keeps its place and its slot when its caller stops waiting: the service does
+    not notice a closed connection until it answers.
+    """
+
+    slots: int = 0
+    queue_timeout_seconds: float = 0.0
+
+
+def create_app(
+    pacing: Pacing, catalogue: Catalogue | None = None, capacity: Capacity | None = None
+) -> App:
     """The service for one pacing configuration over `catalogue` (curated editions only
-    when None)."""
+    when None), serving at most `capacity` lookups at once (no limit when None)."""
     editions = Catalogue() if catalogue is None else catalogue
     schedule = LookupSchedule(pacing)
     metrics = build_instruments()
+    turns = _Turns(capacity or Capacity())
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -49,7 +66,7 @@ def create_app(pacing: Pacing, catalogue: Catalogue | None = None) -> App:
         elif path == "/metrics":
             await _reply(send, 200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
         elif isbn is not None:
-            await _lookup(schedule, metrics, editions, isbn, send)
+            await _lookup(schedule, turns, metrics, editions, isbn, send)
 
     return app
 
@@ -60,13 +77,42 @@ def _isbn_in(path: str) -> str | None:
     return isbn if isbn != path and isbn and "/" not in isbn else None
 
 
+class _Turns:
+    """First come, first served slots for lookups (a no-op without a limit)."""
+
+    def __init__(self, capacity: Capacity) -> None:
+        self._capacity = capacity
+        self._slots = asyncio.Semaphore(capacity.slots) if capacity.slots > 0 else None
+
+    async def take(self) -> bool:
+        """Wait for a slot; False when the wait ran past the queue timeout."""
+        if self._slots is None:
+            return True
+        timeout = self._capacity.queue_timeout_seconds or None
+        try:
+            await asyncio.wait_for(self._slots.acquire(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def give_back(self) -> None:
+        """Free the slot `take` granted."""
+        if self._slots is not None:
+            self._slots.release()
+
+
 async def _lookup(
-    schedule: LookupSchedule, metrics: Instruments, editions: Catalogue, isbn: str, send: Send
+    schedule: LookupSchedule,
+    turns: _Turns,
+    metrics: Instruments,
+    editions: Catalogue,
+    isbn: str,
+    send: Send,
 ) -> None:
     started = time.perf_counter()
     metrics.inflight.inc()
     try:
-        status, body = await _answer(schedule, editions, isbn)
+        status, body = await _answer(schedule, turns, editions, isbn)
     finally:
         metrics.inflight.dec()
     metrics.requests.labels(_LOOKUP, str(status)).inc()
@@ -75,12 +121,17 @@ async def _lookup(
 
 
 async def _answer(
-    schedule: LookupSchedule, editions: Catalogue, isbn: str
+    schedule: LookupSchedule, turns: _Turns, editions: Catalogue, isbn: str
 ) -> tuple[int, dict[str, object]]:
     delay, fails = schedule.next()
     if fails:
         return 503, {"error": "temporarily unavailable"}
-    await asyncio.sleep(delay)
+    if not await turns.take():
+        return 503, {"error": "over capacity, try again later"}
+    try:
+        await asyncio.sleep(delay)
+    finally:
+        turns.give_back()
     edition = editions.get(isbn)
     if edition is None:
         return 404, {"error": f"no edition with ISBN {isbn}"}
@@ -101,4 +152,4 @@ async def _reply(send: Send, status: int, body: bytes, content_type: str) -> Non
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["create_app"]
+__all__ = ["Capacity", "create_app"]

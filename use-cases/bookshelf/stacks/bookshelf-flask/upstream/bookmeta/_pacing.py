@@ -17,6 +17,10 @@ class Pacing:
     With `busy_above_rate` > 0 the 5xx share applies only while the service is busy:
     more than that many lookups arrived in each of the last `busy_seconds` whole seconds.
     Sustained traffic is busy; a burst after a quiet second (a warm-up) is not.
+
+    With `brownout_seconds` > 0, busy traffic also browns the service out: for that long
+    each lookup takes `brownout_latency_seconds` (± jitter), and the next brownout comes
+    `brownout_every_seconds` after this one began, if the traffic is busy then.
     """
 
     latency_seconds: float = 1.2
@@ -25,6 +29,9 @@ class Pacing:
     seed: int = 7
     busy_above_rate: float = 0.0
     busy_seconds: int = 5
+    brownout_seconds: float = 0.0
+    brownout_every_seconds: float = 0.0
+    brownout_latency_seconds: float = 0.0
 
 
 class LookupSchedule:
@@ -45,6 +52,7 @@ class LookupSchedule:
         self._count = 0
         self._clock = clock
         self._per_second: deque[list[int]] = deque()  # [whole second, arrivals in it]
+        self._brownout_began: float | None = None
         self._lock = threading.Lock()
 
     def next(self) -> tuple[float, bool]:
@@ -54,10 +62,26 @@ class LookupSchedule:
             self._count += 1
             jitter = self._random.uniform(-self._pacing.jitter_seconds, self._pacing.jitter_seconds)
             busy = self._busy()
+            browned_out = busy and self._browned_out()
         rate = self._pacing.error_rate
         fails = busy and int((n + 1) * rate) > int(n * rate)
-        delay = 0.0 if fails else max(0.0, self._pacing.latency_seconds + jitter)
+        latency = (
+            self._pacing.brownout_latency_seconds if browned_out else self._pacing.latency_seconds
+        )
+        delay = 0.0 if fails else max(0.0, latency + jitter)
         return delay, fails
+
+    def _browned_out(self) -> bool:
+        """Whether a busy lookup arriving now falls in a brownout (starting one if due)."""
+        pacing = self._pacing
+        if pacing.brownout_seconds <= 0:
+            return False
+        now = self._clock()
+        began = self._brownout_began
+        every = max(pacing.brownout_every_seconds, pacing.brownout_seconds)
+        if began is None or now - began >= every:
+            self._brownout_began = began = now
+        return now - began < pacing.brownout_seconds
 
     def _busy(self) -> bool:
         """Count this arrival; whether each of the last whole seconds was above the rate."""

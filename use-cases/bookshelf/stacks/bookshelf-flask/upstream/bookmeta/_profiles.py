@@ -7,12 +7,25 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """What a profile changes about lookups; the CLI's latency and seed still apply."""
+    """What a profile changes about lookups; the CLI's seed still applies, and its latency
+    and jitter unless the profile sets its own."""
 
     error_rate: float = 0.0
-    # Errors only while more lookups than this arrived in each of the last 5 seconds
-    # (0: at any load).
+    # Errors (and brownouts) only while more lookups than this arrived in each of the
+    # last 5 seconds (0: at any load).
     busy_above_rate: float = 0.0
+    latency_seconds: float | None = None
+    jitter_seconds: float | None = None
+    # Lookups served at once (0: no limit); the others wait their turn, first come first
+    # served, and one that has waited `queue_timeout_seconds` is refused with a 503. A
+    # lookup keeps its place and its slot even when its caller has stopped waiting.
+    capacity: int = 0
+    queue_timeout_seconds: float = 0.0
+    # Once traffic is sustained, lookups take `brownout_latency_seconds` for
+    # `brownout_seconds`, at most once every `brownout_every_seconds` (0: never).
+    brownout_seconds: float = 0.0
+    brownout_every_seconds: float = 0.0
+    brownout_latency_seconds: float = 0.0
 
 
 PROFILES: dict[str, Profile] = {
@@ -22,6 +35,21 @@ PROFILES: dict[str, Profile] = {
     # at once (no latency added); quieter traffic, or a burst after a quiet second, is
     # answered in full.
     "flaky-lookups": Profile(error_rate=0.08, busy_above_rate=15.0),
+    # A small replica: 16 lookups at a time of ~0.4 s each (40 a second), a lookup that
+    # waited 2.5 s for its turn refused. Once more than 15 lookups arrived in each of the
+    # last 5 seconds it browns out: lookups take 2 s for 3 s (a fifth of its capacity),
+    # then again 30 s later if the traffic is still sustained. A burst after a quiet
+    # second (a warm-up) and a working cache's refreshes never brown it out.
+    "brownout": Profile(
+        busy_above_rate=15.0,
+        latency_seconds=0.4,
+        jitter_seconds=0.02,
+        capacity=16,
+        queue_timeout_seconds=2.5,
+        brownout_seconds=3.0,
+        brownout_every_seconds=30.0,
+        brownout_latency_seconds=2.0,
+    ),
 }
 
 DEFAULT_PROFILE = "steady"

@@ -142,15 +142,47 @@ def server(tmp_path: Path, settings: DeployerSettings) -> Iterator[PostgresServe
 
 @pytest.mark.integration
 @pytest.mark.timeout(120)
+def test_the_service_role_cannot_reach_the_host_through_the_server(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    """The cheat: the deployed service (the agent's code) uses its database URL to make the
+    server, which runs outside the service's jail, read a harness file or run a program.
+    Its role owns its database but is no superuser: both are refused."""
+    secret = tmp_path / "eval-only.txt"
+    secret.write_text("the answer")
+    secret.chmod(0o600)
+    server.start()
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        assert row == (False, False, False)
+        conn.execute("CREATE TABLE mine (id integer)")  # its own database: it may build
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT pg_read_file(%s)", (str(secret),))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(f"COPY (SELECT 1) TO PROGRAM 'touch {tmp_path}/ran'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(f"COPY mine FROM '{secret}'")
+    assert not (tmp_path / "ran").exists()
+    # Nor can it become the harness's superuser: trust is the service role's alone.
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        psycopg.connect(f"postgresql://postgres@127.0.0.1:{server.port}/postgres").close()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
 def test_server_serves_loopback_only_then_leaves_nothing(server: PostgresServer) -> None:
     """initdb and postgres run unprivileged; the database answers on 127.0.0.1 with trust,
     no unix socket; its files stay ours; stop() leaves no process, port or folder."""
     pgid = server.start()
     with psycopg.connect(server.url) as conn:
-        user, sockets, listen = conn.execute(
-            "SELECT current_user, current_setting('unix_socket_directories'),"
-            " current_setting('listen_addresses')"
-        ).fetchone() or (None, None, None)
+        (user,) = conn.execute("SELECT current_user").fetchone() or (None,)
+    # The server's settings are readable by the harness's own role, not the service's.
+    with psycopg.connect(server.admin_url) as conn:
+        sockets, listen = conn.execute(
+            "SELECT current_setting('unix_socket_directories'), current_setting('listen_addresses')"
+        ).fetchone() or (None, None)
     assert (user, sockets, listen) == ("bookshelf", "", "127.0.0.1")
     assert server.data_dir.stat().st_uid == os.geteuid()
     assert group_members(pgid)

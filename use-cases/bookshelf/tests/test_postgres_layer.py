@@ -66,15 +66,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]
 
 @pytest.fixture
 def database_url(server: PostgresServer, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh, empty database of the test's own, dropped after it."""
+    """A fresh, empty database of the test's own (the service's role owns it), dropped
+    after it."""
     name = f"t_{request.node.name.lower()}"[:60].replace("[", "_").replace("]", "")
-    admin = server.url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+    with psycopg.connect(server.admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" OWNER bookshelf')
     try:
-        yield f"{admin.rsplit('/', 1)[0]}/{name}"
+        yield f"{server.url.rsplit('/', 1)[0]}/{name}"
     finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
+        with psycopg.connect(server.admin_url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -43,6 +44,9 @@ POSTGRES = "postgres"
 """The component name of the run's server (its port lease, process group and log)."""
 DATABASE = "bookshelf"
 USER = "bookshelf"
+"""The service's role: it owns its database and is no superuser, because the server runs
+outside the service's jail and a superuser can make it read files or run programs."""
+_SUPERUSER = "postgres"  # the harness's own role: creates the service's role and database
 _UNPRIVILEGED_ID = 1000  # the root deployer's uid/gid as the namespace shows it
 _POLL_SECONDS = 0.05
 _SEARCHED = "/usr/lib/postgresql/*/bin"
@@ -56,7 +60,12 @@ _SETTINGS = {
     "full_page_writes": "off",
     "logging_collector": "off",
 }
-_HBA = "# The run's own server: trust, on loopback TCP only.\nhost all all 127.0.0.1/32 trust\n"
+_HBA = (
+    "# The run's own server, on loopback TCP only: the service's role by trust, the\n"
+    "# harness's superuser by its password (the service can reach this port too).\n"
+    f"host all {_SUPERUSER} 127.0.0.1/32 scram-sha-256\n"
+    f"host all {USER} 127.0.0.1/32 trust\n"
+)
 
 
 def database_url(port: int) -> str:
@@ -123,6 +132,7 @@ class PostgresServer:
         self.bin_dir = bin_dir
         self.startup_timeout_seconds = startup_timeout_seconds
         self._component: Component | None = None
+        self._password = secrets.token_urlsafe(24)  # the superuser's; kept in memory only
 
     @property
     def data_dir(self) -> Path:
@@ -133,6 +143,11 @@ class PostgresServer:
     def url(self) -> str:
         """The database's libpq URL (no password: trust on loopback)."""
         return database_url(self.port)
+
+    @property
+    def admin_url(self) -> str:
+        """The harness's own role on the maintenance database (never the service's)."""
+        return f"postgresql://{_SUPERUSER}:{self._password}@127.0.0.1:{self.port}/postgres"
 
     @property
     def pgid(self) -> int | None:
@@ -146,9 +161,16 @@ class PostgresServer:
         does not accept connections within the startup timeout.
         """
         self.root.mkdir(mode=0o700)
-        run_once(self._launch("initdb", ["-D", str(self.data_dir), "-U", USER,
-                                         "--auth=trust", "--encoding=UTF8", "--locale=C",
-                                         "--no-sync"]))  # fmt: skip
+        pwfile = self.root / "superuser.pw"
+        pwfile.touch(mode=0o600)
+        pwfile.write_text(self._password + "\n")
+        try:
+            run_once(self._launch("initdb", ["-D", str(self.data_dir), "-U", _SUPERUSER,
+                                             f"--pwfile={pwfile}", "--auth=scram-sha-256",
+                                             "--encoding=UTF8", "--locale=C",
+                                             "--no-sync"]))  # fmt: skip
+        finally:
+            pwfile.unlink(missing_ok=True)
         (self.data_dir / "pg_hba.conf").write_text(_HBA)
         options = [arg for key, value in _SETTINGS.items() for arg in ("-c", f"{key}={value}")]
         launch = self._launch("postgres", ["-D", str(self.data_dir), "-p", str(self.port),
@@ -156,7 +178,9 @@ class PostgresServer:
         self._component = Component(launch)
         self._component.start()
         self._wait_ready()
-        run_once(self._launch("createdb", [*self._client_args(), DATABASE]))
+        role = ["--no-superuser", "--no-createdb", "--no-createrole", USER]
+        run_once(self._launch("createuser", [*self._client_args(), *role]))
+        run_once(self._launch("createdb", [*self._client_args(), "--owner", USER, DATABASE]))
         pgid = self._component.pgid
         assert pgid is not None
         return pgid
@@ -194,18 +218,21 @@ class PostgresServer:
             unshare = shutil.which("unshare") or "/usr/bin/unshare"
             ids = [f"--map-user={_UNPRIVILEGED_ID}", f"--map-group={_UNPRIVILEGED_ID}"]
             argv = [unshare, "--user", *ids, *argv]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "TZ": "UTC"}
+        if program not in ("initdb", "postgres"):  # the clients log in as the superuser
+            env["PGPASSWORD"] = self._password
         return LaunchSpec(
             name=POSTGRES if program == "postgres" else f"{POSTGRES}-{program}",
             argv=argv,
             cwd=self.root,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "TZ": "UTC"},
+            env=env,
             log_path=self.log_path,
             port=self.port if program == "postgres" else None,
             startup_timeout_seconds=self.startup_timeout_seconds,
         )
 
     def _client_args(self) -> list[str]:
-        return ["-h", "127.0.0.1", "-p", str(self.port), "-U", USER]
+        return ["-h", "127.0.0.1", "-p", str(self.port), "-U", _SUPERUSER]
 
     def _wait_ready(self) -> None:
         assert self._component is not None

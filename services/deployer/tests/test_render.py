@@ -128,6 +128,24 @@ def test_each_rate_window_keeps_six_samples(tmp_path: Path) -> None:
     assert duration_ms(prom["global"]["scrape_timeout"]) <= interval
 
 
+def test_the_warm_up_settles_past_request_windows_not_restart_counts(tmp_path: Path) -> None:
+    """A warm-up waits out the windows requests feed (bookshelf's longest: 1m), not a
+    window counting process starts or counter resets (its 5m restart count); a window
+    nested under another function still counts."""
+    bookshelf = render_observability(TEMPLATES, tmp_path / "bookshelf", VALUES, 0.1)
+    assert (bookshelf.longest_window, bookshelf.settle_window) == ("30s", "6s")
+    templates = tmp_path / "templates"
+    shutil.copytree(TEMPLATES, templates)
+    (templates / "rules.yml").write_text(
+        "groups:\n  - name: g\n    rules:\n"
+        "      - alert: Counted\n"
+        '        expr: changes(up[10m]) > 1 or resets(x{a="b"}[20m]) > 0\n'
+        "      - alert: Fed\n        expr: max_over_time(rate(y[2m])[4m:]) > 1\n"
+    )
+    counted = render_observability(templates, tmp_path / "counted", VALUES, 1.0)
+    assert (counted.longest_window, counted.settle_window) == ("20m", "4m")
+
+
 def test_unknown_placeholder_names_the_template(tmp_path: Path) -> None:
     """A template asking for a value the topology does not know fails naming the file."""
     from sreforge_deployer import StackSpecError

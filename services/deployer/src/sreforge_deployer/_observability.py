@@ -200,9 +200,10 @@ def render_run_observability(
 def settle_past_windows(
     prometheus_url: str, rendered: RenderedObservability, job: str, since: float
 ) -> None:
-    """Wait until every rule window has moved past `since` (plus a scrape) for `job`."""
-    if not rendered.longest_window:
+    """Wait until every window requests feed (`settle_window`) has moved past `since`
+    (plus a scrape) for `job`."""
+    if not rendered.settle_window:
         return
-    window = duration_seconds(rendered.longest_window)
+    window = duration_seconds(rendered.settle_window)
     scrape = duration_seconds(rendered.scrape_interval)
     wait_scraped_since(prometheus_url, job, since + window + scrape, window + 30.0)

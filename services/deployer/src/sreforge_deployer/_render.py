@@ -35,6 +35,10 @@ MIN_SAMPLES_PER_WINDOW = 6
 # one inside PromQL is not matched here and Prometheus refuses the rule file at start-up.
 _RANGE = re.compile(rf"\[({DURATION_PATTERN})(?::({DURATION_PATTERN})?)?\]")
 _OFFSET = re.compile(rf"(\boffset\s+-?)({DURATION_PATTERN})")
+# A function applied straight to a range selector: `changes(metric{labels}[5m])`.
+_RANGE_CALL = re.compile(r"\b([a-z_]+)\s*\(\s*[A-Za-z_:][\w:]*\s*(?:\{[^{}]*\})?\s*\[[^\]]*\]")
+_EVENT_COUNTS = frozenset({"changes", "resets"})
+"""Functions whose window counts discrete events (a process start, a counter reset)."""
 
 _PROM_GLOBAL_KEYS = ("scrape_interval", "scrape_timeout", "evaluation_interval")
 _SCRAPE_KEYS = ("scrape_interval", "scrape_timeout")
@@ -53,6 +57,11 @@ class RenderedObservability:
     evaluation_interval: str
     shortest_window: str | None
     longest_window: str | None
+    settle_window: str | None = None
+    """The longest window a burst of requests can move: every window but those counting
+    discrete events (`changes()`, `resets()`: a warm-up restarts nothing). A warm-up waits
+    this long to age out of the rules; a restart count keeps its own memory, as it would
+    in production (an alert on it clears a window after the last restart)."""
 
 
 def render_observability(
@@ -69,6 +78,9 @@ def render_observability(
     values = {**values, "rules_path": str(rules_path)}
     rules = _scale_rules(_load(template_dir / "rules.yml", values), time_scale)
     windows = [w for group in rules.get("groups", []) for w in _rule_windows(group)]
+    request_windows = [
+        w for group in rules.get("groups", []) for w in _rule_windows(group, requests_only=True)
+    ]
     shortest = min(windows) if windows else None
     prom = _scale_prometheus(_load(template_dir / "prometheus.yml", values), time_scale, shortest)
     alerting = _scale_alertmanager(_load(template_dir / "alertmanager.yml", values), time_scale)
@@ -86,6 +98,7 @@ def render_observability(
         evaluation_interval=str(global_section.get("evaluation_interval", "1m")),
         shortest_window=format_duration(shortest) if shortest else None,
         longest_window=format_duration(max(windows)) if windows else None,
+        settle_window=format_duration(max(request_windows)) if request_windows else None,
     )
 
 
@@ -136,12 +149,19 @@ def _scale_rules(rules: dict[str, Any], time_scale: float) -> dict[str, Any]:
     return rules
 
 
-def _rule_windows(group: dict[str, Any]) -> list[int]:
-    return [
-        duration_ms(match.group(1))
-        for rule in group.get("rules", []) or []
-        for match in _RANGE.finditer(str(rule.get("expr", "")))
-    ]
+def _rule_windows(group: dict[str, Any], requests_only: bool = False) -> list[int]:
+    windows = []
+    for rule in group.get("rules", []) or []:
+        expr = str(rule.get("expr", ""))
+        counted = {
+            call.end() for call in _RANGE_CALL.finditer(expr) if call.group(1) in _EVENT_COUNTS
+        }
+        windows += [
+            duration_ms(match.group(1))
+            for match in _RANGE.finditer(expr)
+            if not (requests_only and match.end() in counted)
+        ]
+    return windows
 
 
 def _scale_prometheus(

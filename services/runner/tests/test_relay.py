@@ -13,6 +13,9 @@ import pytest
 from sreforge_confine import _relay, socket_name
 from sreforge_runner._egress import HostEgress, parse_endpoint
 
+TRAP = "trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done"
+"""A command that says `ready` once its SIGTERM trap is set, and exits 7 on SIGTERM."""
+
 
 def _relay_process(*command: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
@@ -25,8 +28,7 @@ def _relay_process(*command: str) -> subprocess.Popen[str]:
 def test_the_relay_passes_signals_to_the_command_and_returns_its_status() -> None:
     """SIGTERM to the relay reaches the command (its trap runs); the relay exits with the
     command's status, 128 + N for a command killed by signal N, 127 for a missing one."""
-    trap = "trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done"
-    relay = _relay_process("/bin/sh", "-c", trap)
+    relay = _relay_process("/bin/sh", "-c", TRAP)
     assert relay.stdout is not None
     assert relay.stdout.readline() == "ready\n"
     relay.send_signal(signal.SIGTERM)
@@ -36,6 +38,22 @@ def test_the_relay_passes_signals_to_the_command_and_returns_its_status() -> Non
     assert killed.wait(timeout=20) == 128 + signal.SIGKILL
     missing = _relay_process("/nonexistent/agent")
     assert missing.wait(timeout=20) == 127
+
+
+def test_the_relay_forwards_signals_its_starter_had_blocked() -> None:
+    """Started with SIGTERM blocked (a mask its parent's thread passed on), the relay
+    still forwards it to the command, and the command does not inherit the block."""
+    relay = subprocess.Popen(
+        [sys.executable, "-I", "-S", _relay.__file__, "--", "/bin/sh", "-c", TRAP],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}),
+    )
+    assert relay.stdout is not None
+    assert relay.stdout.readline() == "ready\n"
+    relay.send_signal(signal.SIGTERM)
+    assert relay.wait(timeout=20) == 7
+    assert relay.stdout.read() == "got-term\n"
 
 
 def test_the_relay_refuses_to_run_without_a_command_or_with_a_bad_endpoint() -> None:

@@ -304,6 +304,10 @@ def _run(command: Sequence[str], linger: bool = False) -> int:
 
     for signum in _FORWARDED:
         signal.signal(signum, forward)
+    # A mask inherited from whoever started us would hold the signals pending forever
+    # (and pass the mask on to the command); the relay threads keep theirs blocked, so a
+    # signal always interrupts this thread's wait for the command.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)
     try:
         process = subprocess.Popen(list(command))
     except OSError as error:
@@ -342,6 +346,7 @@ def main(args: Sequence[str]) -> int:
         except OSError as error:
             print(f"relay: {error}", file=sys.stderr)
             return 125
+    signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
     for relay in relays:
         relay.start()
     return _run(args[split + 1 :], linger)

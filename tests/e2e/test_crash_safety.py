@@ -60,7 +60,9 @@ PLANS = (
         "reference",
         (
             Fault("trigger", "alerting"),
-            Fault("runner", "triggered"),
+            # The context's page → brief turn takes milliseconds: held from the stack's
+            # readiness until the runner is struck (a strike once came 0.09 s too late).
+            Fault("runner", "triggered", frozen_from="arm", holding="context"),
             Fault("correlator", "deployed"),
         ),
     ),

@@ -47,6 +47,10 @@ class Fault:
     """A phase from whose start the target is frozen (SIGSTOP) until the strike: for a
     phase too short to hit otherwise (the correlator's turn of a TriggerFired takes
     milliseconds), so the strike lands in it rather than just after."""
+    holding: str | None = None
+    """The service frozen from `frozen_from` instead of the target, and thawed (SIGCONT)
+    right after the strike: for a phase another service's short turn ends (the context's
+    page → brief, while the runner is struck), so it is still open when the strike lands."""
 
     @property
     def name(self) -> str:
@@ -238,13 +242,15 @@ async def _drive(plan: Plan, services: Services, outcome: Outcome) -> None:
                     return await _reached(live, fault.frozen_from or "")
 
                 await until(frozen, f"{fault.name} (freeze):\n{run.progress}", RUN_LIMIT_S)
-                services.freeze(fault.target)
+                services.freeze(fault.holding or fault.target)
 
             async def reached(fault: Fault = fault) -> bool:
                 return await _reached(live, fault.phase)
 
             await until(reached, f"{fault.name}:\n{run.progress}", RUN_LIMIT_S)
             struck.append((fault, await _strike(services, fault)))
+            if fault.holding is not None:
+                services.thaw(fault.holding)
         stdout, _ = await asyncio.wait_for(cli.communicate(), RUN_LIMIT_S)
         run.wall_s, run.exit_code = time.monotonic() - run.started, cli.returncode
         run.stdout = stdout.decode()

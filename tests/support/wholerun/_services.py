@@ -112,6 +112,10 @@ class Services:
         more until `kill` (SIGKILL ends a stopped process too)."""
         os.killpg(self.current(name).pid, signal.SIGSTOP)
 
+    def thaw(self, name: str) -> None:
+        """SIGCONT the service's process group: a `freeze` lifted, it goes on."""
+        os.killpg(self.current(name).pid, signal.SIGCONT)
+
     def kill(self, name: str) -> None:
         """SIGKILL the service's process group and start a fresh `serve` of it at once."""
         proc = self.current(name)

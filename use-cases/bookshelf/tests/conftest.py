@@ -82,6 +82,26 @@ def loadgen() -> Iterator[ModuleType]:
         sys.path.remove(path)
 
 
+def app_suite(repo: Path, *args: str) -> None:
+    """Run the app's own suite in `repo` (a subprocess, as CI's pytest would) and assert it
+    is green, showing its output's tail when it is not."""
+    done = subprocess.run(
+        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=repo, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
+def edited_tests(patch: Path) -> list[str]:
+    """The test files a patch edits or deletes (its `--- a/tests/...` sides; a test file it
+    only adds is not one): CI rejects a submission that changes a hand-off test."""
+    return [
+        line.removeprefix("--- a/")
+        for line in patch.read_text().splitlines()
+        if line.startswith("--- a/tests/")
+    ]
+
+
 def paging_rule(alert: str) -> dict[str, Any]:
     """The rule of the stack's rules.yml that raises `alert` (a scenario's paging alert)."""
     rules = yaml.safe_load((STACK / "observability" / "rules.yml").read_text())

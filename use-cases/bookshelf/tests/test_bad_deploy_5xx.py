@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, STACK, USE_CASE, app_repo, git, paging_rule
+from .conftest import PYTHON, STACK, USE_CASE, app_repo, app_suite, git, paging_rule
 
 SCENARIO = USE_CASE / "scenarios" / "bad-deploy-5xx"
 FAULT = SCENARIO / "inject" / "01-query-args-table.patch"
@@ -80,11 +80,7 @@ def test_app_suite_is_green_on_every_tree(tmp_path: Path, patch: Path | None) ->
     """CI cannot see the fault (no test sends an unknown parameter), and neither the fix
     nor a negative is rejected by CI: the negatives are the oracle's to fail."""
     repo = _tree(tmp_path, patch)
-    done = subprocess.run(
-        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=repo, capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:]
+    app_suite(repo)
 
 
 def test_fault_answers_500_only_to_a_parameter_without_a_rule(tmp_path: Path) -> None:
@@ -128,7 +124,7 @@ def test_scenario_pages_on_the_error_rate_rule() -> None:
     assert scenario.env is not None
     assert scenario.env.delivery_mode == "arm-deploy-recent"
     profiles = (STACK / "loadgen" / "loadgen" / "_profiles.py").read_text()
-    known = re.search(r"PROFILE_NAMES = \((.*)\)", profiles)
+    known = re.search(r"PROFILE_NAMES = \((.*?)\)", profiles, re.DOTALL)
     assert known is not None
     assert f'"{scenario.env.load_profile}"' in known[1]
     page = (SCENARIO / "trigger.md").read_text().lower()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, USE_CASE, app_repo, git, paging_rule
+from .conftest import PYTHON, USE_CASE, app_repo, app_suite, git, paging_rule
 
 SCENARIO = USE_CASE / "scenarios" / "compound-two-deploys"
 OLDER, RECENT = sorted((SCENARIO / "inject").glob("*.patch"))
@@ -109,11 +109,7 @@ def test_app_suite_is_green_on_every_tree(tmp_path: Path, patch: Path | None) ->
     """CI cannot see either fault, and neither the fix nor a negative is rejected by CI:
     the negatives are the oracle's to fail."""
     repo = _tree(tmp_path, patch)
-    done = subprocess.run(
-        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=repo, capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:]
+    app_suite(repo)
 
 
 def test_each_deploy_alone_sends_repeated_searches_upstream(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, USE_CASE, app_repo, git, paging_rule
+from .conftest import PYTHON, USE_CASE, app_repo, app_suite, git, paging_rule
 
 SCENARIO = USE_CASE / "scenarios" / "memory-leak-restarts"
 FAULT = SCENARIO / "inject" / "01-popular-searches.patch"
@@ -88,11 +88,7 @@ def test_app_suite_is_green_on_every_tree(tmp_path: Path, patch: Path | None) ->
     """CI cannot see the leak (no test counts memory), and neither the fix nor a negative
     is rejected by CI: the negatives are the oracle's to fail."""
     repo = _tree(tmp_path, patch)
-    done = subprocess.run(
-        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=repo, capture_output=True, text=True, check=False, timeout=240,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:]
+    app_suite(repo)
 
 
 @pytest.mark.timeout(120)

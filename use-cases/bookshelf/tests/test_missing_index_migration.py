@@ -23,7 +23,7 @@ import pytest
 from sreforge_contracts import load_scenario
 from sreforge_deployer import Workspace
 
-from .conftest import APP, PYTHON, STACK, USE_CASE, git, paging_rule
+from .conftest import APP, PYTHON, STACK, USE_CASE, app_suite, git, paging_rule
 
 SCENARIO = USE_CASE / "scenarios" / "missing-index-migration"
 FAULT = SCENARIO / "inject" / "01-schema-cleanup.patch"
@@ -102,14 +102,6 @@ def test_fault_is_an_old_commit_inside_the_history(tmp_path: Path) -> None:
     assert not any(path.startswith("bookshelf/") for path in recent)
 
 
-def _suite(repo: Path) -> None:
-    done = subprocess.run(
-        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=repo, capture_output=True, text=True, check=False, timeout=180,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:]
-
-
 @pytest.mark.parametrize("patch", [None, FIX, *NEGATIVES], ids=lambda p: p.stem if p else "faulted")
 def test_app_suite_is_green_on_every_tree(tmp_path: Path, patch: Path | None) -> None:
     """CI cannot see the fault (small test data, no plan checks), and neither the fix nor
@@ -117,10 +109,10 @@ def test_app_suite_is_green_on_every_tree(tmp_path: Path, patch: Path | None) ->
     the hand-off commit's tests against the submitted code): the negatives are the
     oracle's to fail."""
     workspace = _baked(tmp_path, patch)
-    _suite(workspace.path)
+    app_suite(workspace.path)
     git(workspace.path, "checkout", "HEAD", "--", "tests")
     git(workspace.path, "clean", "-qfd", "--", "tests")
-    _suite(workspace.path)
+    app_suite(workspace.path)
 
 
 def test_faulted_library_has_no_per_book_index(tmp_path: Path) -> None:
@@ -179,7 +171,7 @@ def test_scenario_pages_on_the_latency_rule() -> None:
     assert scenario.env is not None
     assert scenario.env.delivery_mode == "setup-baked"
     profiles = (STACK / "loadgen" / "loadgen" / "_profiles.py").read_text()
-    known = re.search(r"PROFILE_NAMES = \((.*)\)", profiles)
+    known = re.search(r"PROFILE_NAMES = \((.*?)\)", profiles, re.DOTALL)
     assert known is not None
     assert f'"{scenario.env.load_profile}"' in known[1]
     page = (SCENARIO / "trigger.md").read_text().lower()

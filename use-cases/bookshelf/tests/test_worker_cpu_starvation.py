@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from sreforge_contracts import load_scenario
 
-from .conftest import PYTHON, USE_CASE, app_repo, git, judged, paging_rule
+from .conftest import PYTHON, USE_CASE, app_repo, app_suite, git, judged, paging_rule
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -126,9 +126,9 @@ def test_app_suite_is_green_on_every_tree(tmp_path: Path, patch: Path | None) ->
     fix nor a negative is rejected in either in-tree set or by the hidden tests: the
     negatives are the oracle's to fail."""
     repo = _tree(tmp_path, "ws", patch=patch)
-    _suite(repo)
+    app_suite(repo)
     _restore_handoff(repo, "HEAD")
-    _suite(repo)
+    app_suite(repo)
     report = judged(repo, SCENARIO, "hidden", HIDDEN)
     assert report.count("passed") == len(report.cases) == 2, report.cases
 
@@ -138,9 +138,9 @@ def test_a_rollback_keeps_ci_green(tmp_path: Path) -> None:
     tests the manifest lists as ones a correct fix may change) and the hidden tests."""
     repo = _tree(tmp_path, "ws")
     git(repo, "revert", "--no-edit", "HEAD")
-    _suite(repo)
+    app_suite(repo)
     _restore_handoff(repo, "HEAD~1")
-    _suite(repo)
+    app_suite(repo)
     report = judged(repo, SCENARIO, "hidden", HIDDEN)
     assert report.count("passed") == len(report.cases) == 2, report.cases
 
@@ -161,14 +161,6 @@ def _changed_tests() -> list[str]:
     """CI's hand-off set keeps the submitted version of the files the manifest lists."""
     manifest = tomllib.loads((SCENARIO / "scenario.toml").read_text())
     return list(manifest["verify"]["ci_changed_tests"])
-
-
-def _suite(repo: Path, *args: str) -> None:
-    done = subprocess.run(
-        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=repo, capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:]
 
 
 def test_faulted_pages_sort_the_whole_library_and_fixed_ones_do_not(tmp_path: Path) -> None:

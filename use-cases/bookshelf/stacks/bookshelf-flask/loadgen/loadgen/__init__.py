@@ -3,6 +3,7 @@
 from ._checks import OkWindow, ResponseChecks, judge
 from ._control import ControlServer
 from ._generator import LoadGenerator, WarmupReport, default_max_inflight
+from ._holdings_mix import HOLDINGS_EVERY, HoldingsMix, catalogue_holdings
 from ._profiles import PROFILE_NAMES, Profile, profile_named, search_storm
 from ._search_page import PAGE_LIMIT, PAGE_SEARCH_EVERY, SearchPage, build_search_page
 from ._searches import SearchSet, build_search_set
@@ -17,11 +18,13 @@ from ._truth import (
 )
 
 __all__ = [
+    "HOLDINGS_EVERY",
     "PAGE_LIMIT",
     "PAGE_SEARCH_EVERY",
     "PROFILE_NAMES",
     "ControlServer",
     "ExpectedHit",
+    "HoldingsMix",
     "LatencyWindow",
     "LoadGenerator",
     "LoadMetrics",
@@ -37,6 +40,7 @@ __all__ = [
     "build_search_page",
     "build_search_set",
     "catalogue_editions",
+    "catalogue_holdings",
     "default_max_inflight",
     "judge",
     "open_library",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._checks import AnswerCheck, Request
+from ._holdings_mix import WARM_REQUESTS, HoldingsMix, catalogue_holdings
 from ._pages import PAGES_PER_SCROLL, PER_PAGE, ListingTruth
 from ._search_page import PAGE_LIMIT, PAGE_SEARCH_EVERY, SearchPage, build_search_page
 from ._searches import SearchSet, build_search_set
@@ -14,7 +15,14 @@ from ._truth import SEARCH_LIMIT, Verdict, catalogue_editions, open_library
 
 _LISTING_PAGES = 20
 _LIBRARY_SIZE = 20_000
-PROFILE_NAMES = ("browse-mix", "listing-mix", "search-page-mix", "search-storm", "search-suggest")
+PROFILE_NAMES = (
+    "browse-mix",
+    "holdings-mix",
+    "listing-mix",
+    "search-page-mix",
+    "search-storm",
+    "search-suggest",
+)
 DEFAULT_SEED = 1
 SUGGEST_EVERY = 4
 """In `search-suggest`, every SUGGEST_EVERY-th search comes from the web client's suggestion box."""
@@ -36,6 +44,8 @@ class Profile:
     """The search working set and its truth, for profiles that search."""
     search_page: SearchPage | None = None
     """The search page's titles and truth, for `search-page-mix`."""
+    holdings: HoldingsMix | None = None
+    """The holdings requests and their truth, for `holdings-mix`."""
 
 
 def _listing(n: int) -> Request:
@@ -130,12 +140,24 @@ def search_page_mix(page: SearchPage, searches: SearchSet, listing: ListingTruth
     return Profile("search-page-mix", request, warm, check, searches, page)
 
 
+def holdings_mix(mix: HoldingsMix) -> Profile:
+    """Readers asking where to borrow a book, and every `HOLDINGS_EVERY`-th request a
+    title-listing page (`_holdings_mix.py`); every answer judged. The warm-up is the load's
+    first `WARM_REQUESTS` requests: no working set a cache could keep."""
+
+    def check(sent: Request, body: bytes) -> Verdict:
+        return mix.judge(sent, body)
+
+    warm = tuple(mix.request(n) for n in range(WARM_REQUESTS))
+    return Profile("holdings-mix", mix.request, warm, check, holdings=mix)
+
+
 def profile_named(name: str, truth_db: Path | None = None, seed: int = DEFAULT_SEED) -> Profile:
     """The profile called `name`; ValueError lists the known ones or names what is missing.
 
-    `search-storm`, `search-suggest`, `browse-mix` and `search-page-mix` draw their working
-    set and their expected answers from the library at `truth_db` (read-only, before the
-    first request).
+    `search-storm`, `search-suggest`, `browse-mix`, `search-page-mix` and `holdings-mix`
+    draw their working set and their expected answers from the library at `truth_db`
+    (read-only, before the first request).
     """
     if name == "listing-mix":
         return Profile("listing-mix", _listing_mix, ())
@@ -146,6 +168,14 @@ def profile_named(name: str, truth_db: Path | None = None, seed: int = DEFAULT_S
         try:
             searches = build_search_set(conn, seed, catalogue_editions(truth_db))
             return browse_mix(searches, ListingTruth.build(conn))
+        finally:
+            conn.close()
+    if name == "holdings-mix":
+        if truth_db is None:
+            raise ValueError(f"profile {name!r} needs --truth-db (the seeded library)")
+        conn = open_library(truth_db)
+        try:
+            return holdings_mix(HoldingsMix(ListingTruth.build(conn), catalogue_holdings(), seed))
         finally:
             conn.close()
     if name == "search-page-mix":

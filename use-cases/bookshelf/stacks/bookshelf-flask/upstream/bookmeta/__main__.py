@@ -11,6 +11,7 @@ import uvicorn
 
 from ._app import Capacity, create_app
 from ._catalogue import load_catalogue
+from ._holdings import HOLDINGS_SECONDS, HoldingsPacing
 from ._pacing import Pacing
 from ._profiles import DEFAULT_PROFILE, PROFILES
 
@@ -25,6 +26,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--error-rate", type=float, default=None, help="overrides the profile's error rate"
     )
+    parser.add_argument(
+        "--holdings-seconds", type=float, default=HOLDINGS_SECONDS,
+        help="time a holdings answer takes (± a fifth)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--library", type=Path, help="SQLite library whose books get editions (read-only)"
@@ -59,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as error:
         raise SystemExit(f"bookmeta: {error}") from None
     uvicorn.run(
-        create_app(pacing, catalogue, capacity),
+        create_app(pacing, catalogue, capacity, HoldingsPacing(args.holdings_seconds, args.seed)),
         host=args.host,
         port=args.port,
         log_level="warning",

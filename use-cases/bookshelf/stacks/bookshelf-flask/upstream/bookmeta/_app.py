@@ -1,6 +1,6 @@
-"""The HTTP application: edition lookups, health and metrics, as a plain ASGI app.
+"""The HTTP application: edition lookups, holdings, health and metrics, as a plain ASGI app.
 
-No web framework: three routes do not need one, and the service stays small (it runs
+No web framework: four routes do not need one, and the service stays small (it runs
 beside several others on one machine).
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ._catalogue import Catalogue
+from ._holdings import HoldingsPacing, holdings
 from ._metrics import Instruments, build_instruments
 from ._pacing import LookupSchedule, Pacing
 
@@ -26,6 +27,8 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _LOOKUP = "/v1/books/{isbn}"
 _LOOKUP_PREFIX = "/v1/books/"
+_HOLDINGS = "/v1/holdings/{isbn}"
+_HOLDINGS_PREFIX = "/v1/holdings/"
 _JSON = "application/json"
 
 
@@ -43,12 +46,17 @@ class Capacity:
 
 
 def create_app(
-    pacing: Pacing, catalogue: Catalogue | None = None, capacity: Capacity | None = None
+    pacing: Pacing,
+    catalogue: Catalogue | None = None,
+    capacity: Capacity | None = None,
+    holdings_pacing: HoldingsPacing | None = None,
 ) -> App:
     """The service for one pacing configuration over `catalogue` (curated editions only
-    when None), serving at most `capacity` lookups at once (no limit when None)."""
+    when None), serving at most `capacity` lookups at once (no limit when None); holdings
+    answers take `holdings_pacing`'s time (no capacity limit: a quick count)."""
     editions = Catalogue() if catalogue is None else catalogue
     schedule = LookupSchedule(pacing)
+    counts = holdings_pacing or HoldingsPacing(seed=pacing.seed)
     metrics = build_instruments()
     turns = _Turns(capacity or Capacity())
 
@@ -56,8 +64,9 @@ def create_app(
         if scope["type"] != "http":
             return
         path: str = scope["path"]
-        isbn = _isbn_in(path)
-        if path not in ("/healthz", "/metrics") and isbn is None:
+        isbn = _isbn_in(path, _LOOKUP_PREFIX)
+        held = _isbn_in(path, _HOLDINGS_PREFIX)
+        if path not in ("/healthz", "/metrics") and isbn is None and held is None:
             await _json(send, 404, {"detail": "Not Found"})
         elif scope["method"] != "GET":
             await _json(send, 405, {"detail": "Method Not Allowed"})
@@ -67,13 +76,15 @@ def create_app(
             await _reply(send, 200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
         elif isbn is not None:
             await _lookup(schedule, turns, metrics, editions, isbn, send)
+        elif held is not None:
+            await _holdings(counts, metrics, editions, held, send)
 
     return app
 
 
-def _isbn_in(path: str) -> str | None:
-    """The `{isbn}` of a lookup path (one non-empty segment), else None."""
-    isbn = path.removeprefix(_LOOKUP_PREFIX)
+def _isbn_in(path: str, prefix: str) -> str | None:
+    """The `{isbn}` of a path under `prefix` (one non-empty segment), else None."""
+    isbn = path.removeprefix(prefix)
     return isbn if isbn != path and isbn and "/" not in isbn else None
 
 
@@ -117,6 +128,22 @@ async def _lookup(
         metrics.inflight.dec()
     metrics.requests.labels(_LOOKUP, str(status)).inc()
     metrics.duration.labels(_LOOKUP).observe(time.perf_counter() - started)
+    await _json(send, status, body)
+
+
+async def _holdings(
+    counts: HoldingsPacing, metrics: Instruments, editions: Catalogue, isbn: str, send: Send
+) -> None:
+    started = time.perf_counter()
+    metrics.inflight.inc()
+    try:
+        await asyncio.sleep(counts.next())
+    finally:
+        metrics.inflight.dec()
+    known = editions.get(isbn) is not None
+    status, body = (200, holdings(isbn)) if known else (404, {"error": f"no book with ISBN {isbn}"})
+    metrics.requests.labels(_HOLDINGS, str(status)).inc()
+    metrics.duration.labels(_HOLDINGS).observe(time.perf_counter() - started)
     await _json(send, status, body)
 
 

@@ -142,6 +142,11 @@ RUNS = {
     "deploy-signals-processes": RunSpec(
         "scripted:deploy-signals-harness", prepare=_reach("deploy-signals-harness")
     ),
+    "deploy-through-database": RunSpec(
+        "scripted:deploy-through-database",
+        prepare=_reach("deploy-through-database"),
+        scenario="db-pool-exhaustion",  # the Postgres mode's first scenario
+    ),
     "ci-forges-verdict": RunSpec("scripted:ci-forges-verdict", prepare=_reach("ci-forges-verdict")),
     "ci-reads-secrets": RunSpec("scripted:ci-reads-secrets", prepare=_reach("ci-reads-secrets")),
     "moved-buckets": RunSpec("scripted:moved-buckets"),
@@ -164,6 +169,7 @@ TEST_RUNS = {
     "test_silencing_the_alert_does_not_clear_it": "silence-alert",
     "test_service_start_up_reaches_no_secret": "deploy-reads-secrets",
     "test_service_start_up_cannot_signal_the_harness": "deploy-signals-processes",
+    "test_service_cannot_reach_the_host_through_its_database": "deploy-through-database",
     "test_ci_cannot_forge_a_verdict_on_the_bus": "ci-forges-verdict",
     "test_ci_reaches_no_secret": "ci-reads-secrets",
     "test_moved_buckets_are_rejected_by_the_handoff_tests": "moved-buckets",
@@ -376,6 +382,30 @@ def test_service_start_up_reaches_no_secret(pool: RunPool) -> None:
     run, _ = _not_passed(pool, "deploy-reads-secrets", "failed")
     probes = _assert_reached_nothing(run, _service_log(run), "the deployed service")
     assert len(probes) >= 12, f"expected every target probed: {probes}"
+
+
+@pytest.mark.timeout(300)
+def test_service_cannot_reach_the_host_through_its_database(pool: RunPool) -> None:
+    """On the Postgres mode the redeployed app uses its own database URL to make the run's
+    server read the canaries (`pg_read_file`, `COPY FROM`), run a program, make the app's
+    role superuser and log in as the server's superuser: every attempt refused while its
+    own query of the library worked, and no canary kept."""
+    run, _ = _not_passed(pool, "deploy-through-database", "failed")
+    text = _service_log(run)
+    _assert_reached_nothing(run, text, "the deployed service's database connection")
+    controls, probes = _reach_lines(text)
+    assert any(c.startswith("control database query: readable") for c in controls), controls
+    tried = {probe.split(":")[0].split(" /")[0] for probe in probes if "database" in probe}
+    assert tried >= {
+        "probe database pg_read_file",
+        "probe database copy-from",
+        "probe database program",
+        "probe database superuser",
+        "probe database login postgres",
+    }, tried
+    # Refused for want of the privilege, not for want of a connection.
+    denied = [p for p in probes if p.startswith("probe database") and "login" not in p]
+    assert all("InsufficientPrivilege" in probe for probe in denied), denied
 
 
 @pytest.mark.timeout(300)

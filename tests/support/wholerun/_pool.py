@@ -361,7 +361,7 @@ def private_cases(run: Run) -> Path:
     if run.cases is None:
         run.cases = run.root / "cases"
         shutil.copytree(REPO / "use-cases", run.cases, ignore=CASES_NOISE)
-    (scenario,) = run.cases.glob("/".join(SCENARIO_PARTS))
+    (scenario,) = run.cases.glob(f"*/scenarios/{run.scenario}")
     return scenario
 
 

@@ -4,9 +4,9 @@ Each run is the real CLI in a subprocess with its own engine home, record dir an
 stacks root (its own nats-server, trigger, Prometheus, Alertmanager, app and git);
 a run that needs a doctored scenario gets its own copy of `use-cases/`. The
 selected runs start when the session does, with every module's whole runs, behind one
-set of `SREFORGE_E2E_PARALLEL` slots (default 2: the machine has 2 cores), while the
-ordinary tests run; these tests run last, each waits for its own run and checks its
-verdict, its one schema-valid record and that nothing of it remains.
+set of slots (`SREFORGE_E2E_BACKGROUND`, default 2, while the ordinary tests run; then
+`SREFORGE_E2E_PARALLEL`, default 3); these tests run last, each waits for its own run and
+checks its verdict, its one schema-valid record and that nothing of it remains.
 
 `cli-agent` is the README's "Plug in your agent" walk-through: the README's own
 profile, pointed at a scripted fake CLI agent, in its own catalog; `agents check`,

@@ -220,7 +220,10 @@ async def running_engine(
         credentials = await asyncio.to_thread(bus_credentials, settings, worker)
         if url is None:
             server = stack.enter_context(
-                start_nats_server(store_dir=store_dir, config_file=credentials.config_file)
+                # A SIGKILLed engine (a run killed at a deadline) must not leave its bus.
+                start_nats_server(
+                    store_dir=store_dir, config_file=credentials.config_file, die_with_parent=True
+                )
             )
             if advertise:
                 stack.enter_context(_advertise(settings, server))

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 from sreforge_bus import ConnectError, NatsServerError, connect
 from sreforge_bus.embedded import NatsServer, find_nats_server, start_nats_server
@@ -60,3 +65,45 @@ async def test_connect_to_nothing_fails_within_the_deadline() -> None:
         port = free.getsockname()[1]
     with pytest.raises(ConnectError, match=str(port)):
         await connect(f"nats://127.0.0.1:{port}", name="nobody", connect_timeout=0.5)
+
+
+_PARENT = """
+import sys, time
+from sreforge_bus.embedded import start_nats_server
+server = start_nats_server(die_with_parent=sys.argv[1] == "dies")
+print(server._proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.timeout(60)
+def test_a_server_started_to_die_with_its_parent_stops_when_the_parent_is_killed() -> None:
+    """A parent SIGKILLed has no chance to stop its server: one started with
+    `die_with_parent` (as the engine starts its bus) exits anyway; one started without it
+    outlives the parent (the control)."""
+    servers = {}
+    for mode in ("dies", "outlives"):
+        parent = subprocess.Popen(
+            [sys.executable, "-c", _PARENT, mode], stdout=subprocess.PIPE, text=True
+        )
+        assert parent.stdout is not None
+        servers[mode] = int(parent.stdout.readline())
+        parent.kill()
+        parent.wait()
+    try:
+        deadline = time.monotonic() + 20
+        while not _gone(servers["dies"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(servers["dies"]), "the server outlived its killed parent"
+        assert not _gone(servers["outlives"]), "the control died too: the test cannot tell"
+    finally:
+        for pid in servers.values():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(pid).kill()

@@ -56,9 +56,11 @@ class NatsServer:
         store_dir: Path | None = None,
         port: int | None = None,
         config_file: Path | None = None,
+        die_with_parent: bool = False,
     ) -> None:
         self._binary = find_nats_server()
         self.config_file = config_file
+        self._die_with_parent = die_with_parent
         self._work_dir = Path(tempfile.mkdtemp(prefix="sreforge-nats-"))
         self.store_dir = store_dir if store_dir is not None else self._work_dir / "store"
         self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -77,6 +79,8 @@ class NatsServer:
         args += ["-sd", str(self.store_dir), "-n", "sreforge-embedded"]
         if self.config_file is not None:
             args += ["-c", str(self.config_file)]
+        if self._die_with_parent:
+            args = _dying_with_parent(args)
         offset = self.log_file.stat().st_size if self.log_file.exists() else 0
         with self.log_file.open("ab") as log:
             self._proc = subprocess.Popen(
@@ -155,6 +159,17 @@ class NatsServer:
         self.close()
 
 
+def _dying_with_parent(args: list[str]) -> list[str]:
+    """`args` run so that the server gets SIGTERM when the thread that started it ends,
+    its process SIGKILLed included (`setpriv --pdeathsig`, util-linux; without it, as is).
+
+    The server runs in a session of its own (a Ctrl-C of the engine's terminal must not
+    reach it before the engine drains), so a kill of the engine's group misses it.
+    """
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *args] if setpriv else args
+
+
 def _accepts(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.settimeout(0.5)
@@ -162,16 +177,24 @@ def _accepts(port: int) -> bool:
 
 
 def start_nats_server(
-    store_dir: Path | None = None, port: int | None = None, config_file: Path | None = None
+    store_dir: Path | None = None,
+    port: int | None = None,
+    config_file: Path | None = None,
+    *,
+    die_with_parent: bool = False,
 ) -> NatsServer:
     """Start a JetStream `nats-server` on 127.0.0.1 and return it once it is ready.
 
     Without `port` the server picks a free one; without `store_dir` a temporary
     directory is used and deleted when the server is closed. `config_file` (e.g. the
     `server.conf` of `ensure_credentials`) adds its users and permissions; without it
-    the server takes anyone.
+    the server takes anyone. With `die_with_parent` the server stops when the calling
+    thread ends, even if its process is SIGKILLed: call it from a thread that lives as
+    long as the server should (the engine's main thread).
     """
-    server = NatsServer(store_dir=store_dir, port=port, config_file=config_file)
+    server = NatsServer(
+        store_dir=store_dir, port=port, config_file=config_file, die_with_parent=die_with_parent
+    )
     try:
         return server.start()
     except BaseException:

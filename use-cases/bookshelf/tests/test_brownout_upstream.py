@@ -155,11 +155,15 @@ def brownout_server() -> Iterator[str]:
 
 @pytest.mark.integration
 def test_abandoned_lookups_keep_their_turn(brownout_server: str) -> None:
-    """40 lookups whose callers give up after 0.1 s still take the service's 16 slots in
+    """40 lookups whose callers give up after 0.3 s still take the service's 16 slots in
     turn (~1.2 s of work): a lookup sent after them waits its turn behind them."""
 
     async def abandon() -> None:
-        async with httpx.AsyncClient(base_url=brownout_server, timeout=0.1) as client:
+        # Given up 0.3 s after being sent (a lookup takes ~0.4 s), however long the
+        # connection took on a busy box: a lookup that never reached the service (its
+        # caller gone before the server read it) would hold no turn, and prove nothing.
+        timeout = httpx.Timeout(0.3, connect=10.0)
+        async with httpx.AsyncClient(base_url=brownout_server, timeout=timeout) as client:
 
             async def one() -> None:
                 with contextlib.suppress(httpx.TimeoutException):

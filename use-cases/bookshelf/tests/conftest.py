@@ -82,6 +82,17 @@ def loadgen() -> Iterator[ModuleType]:
         sys.path.remove(path)
 
 
+@pytest.fixture(scope="module")
+def bookmeta() -> Iterator[ModuleType]:
+    """`bookmeta` imported from the stack (it is not an installed package)."""
+    path = str(STACK / "upstream")
+    sys.path.insert(0, path)
+    try:
+        yield importlib.import_module("bookmeta")
+    finally:
+        sys.path.remove(path)
+
+
 def app_suite(repo: Path, *args: str) -> None:
     """Run the app's own suite in `repo` (a subprocess, as CI's pytest would) and assert it
     is green, showing its output's tail when it is not."""

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from types import ModuleType
@@ -26,17 +24,6 @@ from .conftest import PYTHON, STACK
 pytestmark = pytest.mark.timeout(120)
 
 _ISBN = "9780591541281"  # Dune, a curated edition
-
-
-@pytest.fixture(scope="module")
-def bookmeta() -> Iterator[ModuleType]:
-    """`bookmeta` imported from the stack (it is not an installed package)."""
-    path = str(STACK / "upstream")
-    sys.path.insert(0, path)
-    try:
-        yield importlib.import_module("bookmeta")
-    finally:
-        sys.path.remove(path)
 
 
 class Clock:

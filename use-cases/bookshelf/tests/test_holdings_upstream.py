@@ -4,31 +4,15 @@ same ISBN (so the load can check every answer), and a 404 for a book it does not
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
 import time
-from collections.abc import Iterator
 from types import ModuleType
 
 import httpx
 import pytest
 
-from .conftest import STACK
-
 pytestmark = pytest.mark.timeout(60)
 
 _ISBN = "9780591541281"  # Dune, a curated edition
-
-
-@pytest.fixture(scope="module")
-def bookmeta() -> Iterator[ModuleType]:
-    """`bookmeta` imported from the stack (it is not an installed package)."""
-    path = str(STACK / "upstream")
-    sys.path.insert(0, path)
-    try:
-        yield importlib.import_module("bookmeta")
-    finally:
-        sys.path.remove(path)
 
 
 def _get(app: object, *paths: str) -> list[tuple[int, dict[str, object], float]]:

@@ -19,10 +19,6 @@ from wholerun import REPO, SCENARIO, RunPool, RunSpec, WholeRuns, finished, open
 pytestmark = pytest.mark.integration
 
 HELD_BACK = {
-    "retry-storm": "work in progress: its negatives pass (2026-12-04: with the search"
-    " storm's 78 cached editions the upstream sees only refreshes once the cache is warm,"
-    " so the retry storm is not sustained and a redeploy of the same client recovers);"
-    " out of CI's catalog until the storm is metastable",
     "db-pool-exhaustion": "its reference's client-side SLI is the catalog's most sensitive to"
     " the machine's load (each request crosses the jail's relays to PostgreSQL and to the"
     " upstream: p99 ~0.11 s alone, 0.4-0.57 s for 14 s beside three other Postgres runs,"

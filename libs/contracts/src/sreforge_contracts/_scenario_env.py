@@ -23,11 +23,12 @@ DeliveryMode = Literal["setup-baked", "arm-deploy-recent", "arm-runtime-notrace"
 """How the fault arrives: baked into the anchor, a recent deploy commit, a runtime
 env override with no code trace, or an ordered series of commits."""
 
-UpstreamProfile = Literal["steady", "flaky-lookups", "brownout"]
+UpstreamProfile = Literal["steady", "flaky-lookups", "brownout", "holdings-hiccups"]
 """How the stack's upstream behaves for the whole run, as its own `--profile` defines it:
 `steady` answers every lookup; `flaky-lookups` answers a fixed share of them with an
 instant 503 while its traffic is sustained; `brownout` serves a few lookups at a time
-and slows down for a few seconds once its traffic is sustained. One knob for every
+and slows down for a few seconds once its traffic is sustained; `holdings-hiccups` counts
+holdings one at a time and pauses briefly every few seconds. One knob for every
 upstream condition a scenario needs (one more name here and in the upstream's table)."""
 
 Database = Literal["sqlite", "postgres"]

@@ -28,7 +28,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--holdings-seconds", type=float, default=HOLDINGS_SECONDS,
-        help="time a holdings answer takes (± a fifth)",
+        help="time a holdings answer takes (± a fifth), unless the profile sets its own",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
@@ -59,12 +59,19 @@ def main(argv: list[str] | None = None) -> None:
         brownout_latency_seconds=profile.brownout_latency_seconds,
     )
     capacity = Capacity(profile.capacity, profile.queue_timeout_seconds)
+    holdings_pacing = HoldingsPacing(
+        args.holdings_seconds if profile.holdings_seconds is None else profile.holdings_seconds,
+        args.seed,
+        stall_seconds=profile.holdings_stall_seconds,
+        stall_every_seconds=profile.holdings_stall_every_seconds,
+    )
+    holdings_capacity = Capacity(profile.holdings_capacity, profile.holdings_queue_timeout_seconds)
     try:
         catalogue = load_catalogue(args.library)
     except ValueError as error:
         raise SystemExit(f"bookmeta: {error}") from None
     uvicorn.run(
-        create_app(pacing, catalogue, capacity, HoldingsPacing(args.holdings_seconds, args.seed)),
+        create_app(pacing, catalogue, capacity, holdings_pacing, holdings_capacity),
         host=args.host,
         port=args.port,
         log_level="warning",

@@ -50,15 +50,18 @@ def create_app(
     catalogue: Catalogue | None = None,
     capacity: Capacity | None = None,
     holdings_pacing: HoldingsPacing | None = None,
+    holdings_capacity: Capacity | None = None,
 ) -> App:
     """The service for one pacing configuration over `catalogue` (curated editions only
     when None), serving at most `capacity` lookups at once (no limit when None); holdings
-    answers take `holdings_pacing`'s time (no capacity limit: a quick count)."""
+    answers take `holdings_pacing`'s time, at most `holdings_capacity` at once (no limit
+    when None), in turns of their own."""
     editions = Catalogue() if catalogue is None else catalogue
     schedule = LookupSchedule(pacing)
     counts = holdings_pacing or HoldingsPacing(seed=pacing.seed)
     metrics = build_instruments()
     turns = _Turns(capacity or Capacity())
+    holdings_turns = _Turns(holdings_capacity or Capacity())
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -77,7 +80,7 @@ def create_app(
         elif isbn is not None:
             await _lookup(schedule, turns, metrics, editions, isbn, send)
         elif held is not None:
-            await _holdings(counts, metrics, editions, held, send)
+            await _holdings(counts, holdings_turns, metrics, editions, held, send)
 
     return app
 
@@ -132,16 +135,31 @@ async def _lookup(
 
 
 async def _holdings(
-    counts: HoldingsPacing, metrics: Instruments, editions: Catalogue, isbn: str, send: Send
+    counts: HoldingsPacing,
+    turns: _Turns,
+    metrics: Instruments,
+    editions: Catalogue,
+    isbn: str,
+    send: Send,
 ) -> None:
     started = time.perf_counter()
     metrics.inflight.inc()
     try:
-        await asyncio.sleep(counts.next())
+        served = await turns.take()
+        if served:
+            try:
+                await asyncio.sleep(counts.next())
+            finally:
+                turns.give_back()
     finally:
         metrics.inflight.dec()
     known = editions.get(isbn) is not None
-    status, body = (200, holdings(isbn)) if known else (404, {"error": f"no book with ISBN {isbn}"})
+    if not served:
+        status, body = 503, {"error": "over capacity, try again later"}
+    elif known:
+        status, body = 200, holdings(isbn)
+    else:
+        status, body = 404, {"error": f"no book with ISBN {isbn}"}
     metrics.requests.labels(_HOLDINGS, str(status)).inc()
     metrics.duration.labels(_HOLDINGS).observe(time.perf_counter() - started)
     await _json(send, status, body)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import random
+import threading
+import time
+from collections.abc import Callable
 
 HOLDINGS_SECONDS = 0.08
 """How long a holdings answer takes by default (± a fifth of it): a quick count, unlike
@@ -23,15 +26,58 @@ def holdings(isbn: str) -> dict[str, object]:
 
 
 class HoldingsPacing:
-    """How long each holdings answer takes: `seconds` ± a fifth, reproducible from `seed`."""
+    """How long each holdings answer takes: `seconds` ± a fifth, reproducible from `seed`.
 
-    def __init__(self, seconds: float = HOLDINGS_SECONDS, seed: int = 7) -> None:
+    With `stall_seconds` > 0 the count also stalls for that long every
+    `stall_every_seconds` from the start (a sync pass over the lending network): an
+    answer that starts during a stall waits for its end first, and one under way when a
+    stall begins takes that much longer.
+    """
+
+    def __init__(
+        self,
+        seconds: float = HOLDINGS_SECONDS,
+        seed: int = 7,
+        *,
+        stall_seconds: float = 0.0,
+        stall_every_seconds: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if seconds < 0:
             raise ValueError(f"holdings seconds must not be negative, got {seconds}")
+        if stall_seconds < 0 or (stall_seconds > 0 and stall_every_seconds <= stall_seconds):
+            raise ValueError(
+                "a holdings stall must last 0 s or more and recur less often than it lasts, "
+                f"got {stall_seconds} s every {stall_every_seconds} s"
+            )
         self._seconds = seconds
         self._random = random.Random(seed)
+        self._stall = (stall_seconds, stall_every_seconds)
+        self._clock = clock
+        self._origin = clock()
+        self._lock = threading.Lock()
 
     def next(self) -> float:
-        """The delay of the next answer, in seconds."""
+        """The delay of the next answer, in seconds: its own time, past any stall it
+        starts in or runs into."""
         spread = self._seconds / 5
-        return max(0.0, self._seconds + self._random.uniform(-spread, spread))
+        with self._lock:
+            own = max(0.0, self._seconds + self._random.uniform(-spread, spread))
+        stall, every = self._stall
+        if stall <= 0:
+            return own
+        now = self._clock() - self._origin
+        start = now + self.stalled_for()
+        end = start + own
+        next_stall = (start // every + 1) * every
+        if next_stall < end:
+            end += stall
+        return end - now
+
+    def stalled_for(self) -> float:
+        """How much longer the stall under way lasts (0 outside one)."""
+        stall, every = self._stall
+        if stall <= 0:
+            return 0.0
+        into = (self._clock() - self._origin) % every
+        return max(0.0, stall - into)

@@ -26,6 +26,15 @@ class Profile:
     brownout_seconds: float = 0.0
     brownout_every_seconds: float = 0.0
     brownout_latency_seconds: float = 0.0
+    # Holdings: how long a count takes (None: the CLI's), how many are counted at once (0:
+    # no limit; the others wait their turn as lookups do, and keep it when their caller
+    # has gone), and a stall of `holdings_stall_seconds` every
+    # `holdings_stall_every_seconds` (0: never) that answers starting in it wait out.
+    holdings_seconds: float | None = None
+    holdings_capacity: int = 0
+    holdings_queue_timeout_seconds: float = 0.0
+    holdings_stall_seconds: float = 0.0
+    holdings_stall_every_seconds: float = 0.0
 
 
 PROFILES: dict[str, Profile] = {
@@ -49,6 +58,19 @@ PROFILES: dict[str, Profile] = {
         brownout_seconds=3.0,
         brownout_every_seconds=30.0,
         brownout_latency_seconds=2.0,
+    ),
+    # A lending network that counts one book at a time (~50 ms each, 20 a second), a
+    # count that waited 2.5 s for its turn refused, and that pauses for 0.15 s every 10 s
+    # to sync. A caller that waits its turn sees a pause as at most 0.15 s more, once; one
+    # that gives up on a count after 0.1 s and asks again at once leaves the abandoned
+    # count in the queue: past 20 asks a second the queue never drains (retry
+    # amplification).
+    "holdings-hiccups": Profile(
+        holdings_seconds=0.05,
+        holdings_capacity=1,
+        holdings_queue_timeout_seconds=2.5,
+        holdings_stall_seconds=0.15,
+        holdings_stall_every_seconds=10.0,
     ),
 }
 

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-import subprocess
 import time
-from collections.abc import Iterator
 from types import ModuleType
 
 import httpx
 import pytest
 
-from .conftest import PYTHON, STACK
+from .conftest import PYTHON, STACK, Launcher
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -109,41 +106,15 @@ def test_capacity_queues_lookups_and_refuses_those_that_waited_too_long(
     assert max(t for status, t in answers if status == 200) > 0.35
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def brownout_server() -> Iterator[str]:
-    """A real bookmeta with the `brownout` profile (curated editions only)."""
-    port = _free_port()
-    process = subprocess.Popen(
-        [PYTHON, "-m", "bookmeta", "--port", str(port), "--profile", "brownout"],
-        cwd=STACK / "upstream",
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "bookmeta did not come up within 30 s"
-            time.sleep(0.1)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
 @pytest.mark.integration
-def test_abandoned_lookups_keep_their_turn(brownout_server: str) -> None:
+def test_abandoned_lookups_keep_their_turn(launch: Launcher) -> None:
     """40 lookups whose callers give up after 0.3 s still take the service's 16 slots in
     turn (~1.2 s of work): a lookup sent after them waits its turn behind them."""
+    brownout_server = launch(
+        "bookmeta",
+        [PYTHON, "-m", "bookmeta", "--port", "{port}", "--profile", "brownout"],
+        cwd=STACK / "upstream",
+    ).url
 
     async def abandon() -> None:
         # Given up 0.3 s after being sent (a lookup takes ~0.4 s), however long the

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 from sreforge_bus import BOOTSTRAP_USER, OPERATOR_USER, Bus, BusError, connect, load_credentials
 from sreforge_bus.embedded import find_nats_server
 
@@ -88,8 +89,16 @@ class NetHost:
         return [int(pid) for pid in found.stdout.split()]
 
     def die(self) -> None:
-        """The host dies: SIGKILL everything in it (its worker and all its stacks)."""
-        for pid in self.pids():
+        """The host dies: SIGKILL everything in it (its worker and all its stacks).
+
+        A stack's jailed service runs in a network namespace of its own, nested in the
+        host's, so `pids` does not list it: the descendants of what it lists go too.
+        """
+        doomed = set(self.pids())
+        for pid in list(doomed):
+            with contextlib.suppress(psutil.Error):
+                doomed.update(child.pid for child in psutil.Process(pid).children(recursive=True))
+        for pid in doomed:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 

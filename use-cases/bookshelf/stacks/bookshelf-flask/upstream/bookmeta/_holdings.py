@@ -47,8 +47,8 @@ class HoldingsPacing:
             raise ValueError(f"holdings seconds must not be negative, got {seconds}")
         if stall_seconds < 0 or (stall_seconds > 0 and stall_every_seconds <= stall_seconds):
             raise ValueError(
-                "a holdings stall must last 0 s or more and recur less often than it lasts, "
-                f"got {stall_seconds} s every {stall_every_seconds} s"
+                "a holdings stall must last 0 s or more and recur at intervals longer than "
+                f"it lasts, got {stall_seconds} s every {stall_every_seconds} s"
             )
         self._seconds = seconds
         self._random = random.Random(seed)
@@ -67,7 +67,7 @@ class HoldingsPacing:
         if stall <= 0:
             return own
         now = self._clock() - self._origin
-        start = now + self.stalled_for()
+        start = now + max(0.0, stall - now % every)
         end = start + own
         next_stall = (start // every + 1) * every
         if next_stall < end:

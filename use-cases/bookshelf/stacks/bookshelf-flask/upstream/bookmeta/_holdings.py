@@ -67,7 +67,7 @@ class HoldingsPacing:
         if stall <= 0:
             return own
         now = self._clock() - self._origin
-        start = now + max(0.0, stall - now % every)
+        start = now + self._stall_left(now)
         end = start + own
         next_stall = (start // every + 1) * every
         if next_stall < end:
@@ -76,8 +76,8 @@ class HoldingsPacing:
 
     def stalled_for(self) -> float:
         """How much longer the stall under way lasts (0 outside one)."""
+        return self._stall_left(self._clock() - self._origin)
+
+    def _stall_left(self, since_start: float) -> float:
         stall, every = self._stall
-        if stall <= 0:
-            return 0.0
-        into = (self._clock() - self._origin) % every
-        return max(0.0, stall - into)
+        return max(0.0, stall - since_start % every) if stall > 0 else 0.0

@@ -29,7 +29,8 @@ class Profile:
     # Holdings: how long a count takes (None: the CLI's), how many are counted at once (0:
     # no limit; the others wait their turn as lookups do, and keep it when their caller
     # has gone), and a stall of `holdings_stall_seconds` every
-    # `holdings_stall_every_seconds` (0: never) that answers starting in it wait out.
+    # `holdings_stall_every_seconds` (0: never) that answers starting in it, or under way
+    # when it begins, wait out.
     holdings_seconds: float | None = None
     holdings_capacity: int = 0
     holdings_queue_timeout_seconds: float = 0.0

@@ -122,6 +122,16 @@ def paging_rule(alert: str) -> dict[str, Any]:
     return found
 
 
+class Clock:
+    """A monotonic clock a test moves by hand (`now`), starting at 100 s."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def free_port() -> int:
     """A loopback port nobody listens on right now."""
     with socket.socket() as sock:

@@ -16,19 +16,11 @@ from types import ModuleType
 import httpx
 import pytest
 
-from .conftest import PYTHON, STACK, Launcher
+from .conftest import PYTHON, STACK, Clock, Launcher
 
 pytestmark = pytest.mark.timeout(120)
 
 _ISBN = "9780591541281"  # Dune, a curated edition
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _schedule(bookmeta: ModuleType, clock: Clock) -> object:

@@ -16,21 +16,11 @@ from types import ModuleType
 import httpx
 import pytest
 
-from .conftest import PYTHON, STACK, Launcher
+from .conftest import PYTHON, STACK, Clock, Launcher
 
 pytestmark = pytest.mark.timeout(120)
 
 _ISBN = "9780591541281"  # Dune, a curated edition
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_count_waits_out_a_stall_it_starts_in_or_runs_into(bookmeta: ModuleType) -> None:
@@ -41,16 +31,16 @@ def test_a_count_waits_out_a_stall_it_starts_in_or_runs_into(bookmeta: ModuleTyp
     pacing = bookmeta.HoldingsPacing(
         0.04, 7, stall_seconds=0.1, stall_every_seconds=10.0, clock=clock
     )
-    clock.now = 70.04
+    clock.now = 120.04
     in_stall = pacing.next()
-    clock.now = 75.0
+    clock.now = 125.0
     between = pacing.next()
-    clock.now = 79.99
+    clock.now = 129.99
     into_stall = pacing.next()
     assert 0.09 <= in_stall <= 0.11, in_stall
     assert 0.03 <= between <= 0.05, between
     assert 0.13 <= into_stall <= 0.15, into_stall
-    clock.now = 80.0  # 30 s after the start: the next stall begins
+    clock.now = 130.0  # 30 s after the start: the next stall begins
     assert pacing.stalled_for() == pytest.approx(0.1)
 
 

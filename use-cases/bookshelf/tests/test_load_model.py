@@ -13,7 +13,7 @@ from typing import Any, get_args
 import pytest
 from sreforge_contracts import ScenarioEnv, UpstreamProfile
 
-from .conftest import STACK
+from .conftest import STACK, Clock
 
 
 @pytest.fixture(scope="module")
@@ -26,14 +26,6 @@ def products() -> Iterator[tuple[ModuleType, ModuleType]]:
     finally:
         for path in paths:
             sys.path.remove(path)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_achieved_rate_counts_issued_requests_over_the_window(

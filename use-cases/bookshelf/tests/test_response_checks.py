@@ -15,6 +15,8 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from .conftest import Clock
+
 FAKE_HIT = {
     "id": 1,
     "isbn": "9781234567897",
@@ -57,14 +59,6 @@ def verdict(storm: Any, query: str, answer: object) -> str:
 
 def _float_pages(metadata: dict[str, Any]) -> None:
     metadata["pages"] = float(metadata["pages"])
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_the_true_answer_is_ok_and_carries_every_edition(storm: Any) -> None:

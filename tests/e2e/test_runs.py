@@ -5,7 +5,7 @@ stacks root (its own nats-server, trigger, Prometheus, Alertmanager, app and git
 a run that needs a doctored scenario gets its own copy of `use-cases/`. The
 selected runs start when the session does, with every module's whole runs, behind one
 set of slots (`SREFORGE_E2E_BACKGROUND`, default 2, while the ordinary tests run; then
-`SREFORGE_E2E_PARALLEL`, default 2); these tests run last, each waits for its own run and
+`SREFORGE_E2E_PARALLEL`, default 3); these tests run last, each waits for its own run and
 checks its verdict, its one schema-valid record and that nothing of it remains.
 
 `cli-agent` is the README's "Plug in your agent" walk-through: the README's own

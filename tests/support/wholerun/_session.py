@@ -5,13 +5,12 @@ collection ends, the root `conftest.py` moves those tests behind every other tes
 starts the runs they select, all modules' runs behind one set of slots, queued in the
 order their tests will ask. While the ordinary tests run, `SREFORGE_E2E_BACKGROUND` runs
 go at once (default 2; 1 where a starved run or timing test would fail for the machine's
-sake); once the whole-run tests begin, `SREFORGE_E2E_PARALLEL` (default 2; at 3 a CI
-tail once had a cheat's grading stop on another gate before its own saw it). So the
-ordinary tests run in the foreground while whole runs work in the background, and a
-whole-run test finds its run finished, or nearly. A module whose tests need a fixture
-first (the Docker engine's image inputs) starts its runs in a thread after `prepare`.
-Without the plugin (e.g. a module imported elsewhere), `open_pool` starts the module's
-runs when its fixture asks, behind the same slots.
+sake); once the whole-run tests begin, `SREFORGE_E2E_PARALLEL` (default 3: nothing
+else runs by then). So the ordinary tests run in the foreground while whole runs work in
+the background, and a whole-run test finds its run finished, or nearly. A module whose
+tests need a fixture first (the Docker engine's image inputs) starts its runs in a
+thread after `prepare`. Without the plugin (e.g. a module imported elsewhere),
+`open_pool` starts the module's runs when its fixture asks, behind the same slots.
 """
 
 from __future__ import annotations
@@ -73,7 +72,7 @@ class _Session:
     """The session's slots, its runs' root folder and each module's pool."""
 
     def __init__(self) -> None:
-        self.parallel = max(1, int(os.environ.get("SREFORGE_E2E_PARALLEL", "2")))
+        self.parallel = max(1, int(os.environ.get("SREFORGE_E2E_PARALLEL", "3")))
         self.background = max(1, int(os.environ.get("SREFORGE_E2E_BACKGROUND", "2")))
         self.slots = Slots(min(self.background, self.parallel))
         self.base = Path(tempfile.mkdtemp(prefix="runs-"))

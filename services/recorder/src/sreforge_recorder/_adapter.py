@@ -209,7 +209,8 @@ class Recorder:
         banking = bank.bank(record, self.schema, allow_unlabelled=settings.allow_unlabelled)
         folder.write_banking(banking)
         if banking.refusal is not None:
-            log.warning("banking refused", run_id=folder.run_id, reason=banking.refusal)
+            # Expected for every built-in agent's run; the reason is in the Recorded event.
+            log.info("not banked", run_id=folder.run_id, reason=banking.refusal)
         elif banking.pruned_path is None:
             log.info("no scenario folder for the pruned record", run_id=folder.run_id)
         return banking.banked, banking.refusal

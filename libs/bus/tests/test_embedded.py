@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from processes import gone
 from sreforge_bus import ConnectError, NatsServerError, connect
 from sreforge_bus.embedded import NatsServer, find_nats_server, start_nats_server
 
@@ -76,13 +77,6 @@ time.sleep(600)
 """
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 @pytest.mark.timeout(60)
 def test_a_server_started_to_die_with_its_parent_stops_when_the_parent_is_killed() -> None:
     """A parent SIGKILLed has no chance to stop its server: one started with
@@ -99,10 +93,10 @@ def test_a_server_started_to_die_with_its_parent_stops_when_the_parent_is_killed
         parent.wait()
     try:
         deadline = time.monotonic() + 20
-        while not _gone(servers["dies"]) and time.monotonic() < deadline:
+        while not gone(servers["dies"]) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _gone(servers["dies"]), "the server outlived its killed parent"
-        assert not _gone(servers["outlives"]), "the control died too: the test cannot tell"
+        assert gone(servers["dies"]), "the server outlived its killed parent"
+        assert not gone(servers["outlives"]), "the control died too: the test cannot tell"
     finally:
         for pid in servers.values():
             with contextlib.suppress(psutil.NoSuchProcess):

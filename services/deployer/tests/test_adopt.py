@@ -12,8 +12,8 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
+from processes import gone
 from sreforge_deployer import DeployerSettings, StackLostError
 from sreforge_deployer.local import LocalTopologies, StackRecord, list_stacks
 
@@ -62,7 +62,7 @@ def test_an_armed_stack_is_adopted_redeployed_and_torn_down_clean(
     topology.redeploy()
     after = topology.stack.pgids()["tiny-api"]
     assert after != before
-    assert _gone(before)
+    assert gone(before)
     assert topology.down() == []
 
 
@@ -73,7 +73,7 @@ def test_a_stack_missing_a_component_is_not_adopted(
     """Half a stack is never handed on: StackLostError naming the dead component."""
     record, settings = orphaned
     os.killpg(record.groups["tiny-upstream"].pgid, signal.SIGKILL)
-    poll(lambda: _gone(record.groups["tiny-upstream"].pgid), timeout=10, message="its death")
+    poll(lambda: gone(record.groups["tiny-upstream"].pgid), timeout=10, message="its death")
     with pytest.raises(StackLostError, match="tiny-upstream"):
         LocalTopologies(settings).adopt(record.run_id)
     assert LocalTopologies(settings).down_elsewhere(record.run_id) == []
@@ -89,18 +89,11 @@ def test_a_service_gone_between_stop_and_start_is_adopted_and_started_again(
     record, settings = orphaned
     service = record.groups["tiny-api"].pgid
     os.killpg(service, signal.SIGKILL)
-    poll(lambda: _gone(service), timeout=10, message="the service's death")
+    poll(lambda: gone(service), timeout=10, message="the service's death")
     topology = LocalTopologies(settings).adopt(record.run_id)
     assert "tiny-api" not in topology.stack.pgids()
     topology.redeploy()
     restarted = topology.stack.pgids()["tiny-api"]
     assert restarted != service
-    assert not _gone(restarted)
+    assert not gone(restarted)
     assert topology.down() == []
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True

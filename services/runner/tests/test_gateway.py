@@ -9,6 +9,7 @@ from typing import Any
 
 import psutil
 import pytest
+from processes import gone
 from sreforge_contracts import (
     HarnessProfile,
     OperationalReadiness,
@@ -169,13 +170,6 @@ async def test_the_reference_rein_applies_commits_and_submits(
     assert all(line in diff for line in added)
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 @pytest.mark.timeout(60)
 async def test_host_open_kills_detached_descendants_and_counts_them(
     tiny_repo: Path, tmp_path: Path
@@ -193,7 +187,7 @@ async def test_host_open_kills_detached_descendants_and_counts_them(
     try:
         run = await drive(context(), rein, sandbox, Budgets(30))
         pids = [int((tiny_repo / name).read_text()) for name in ("a.pid", "b.pid")]
-        assert all(_gone(pid) for pid in pids), "a detached agent process outlived its session"
+        assert all(gone(pid) for pid in pids), "a detached agent process outlived its session"
         evidence = run.result.evidence
         assert evidence.outcome == "succeeded", evidence.failures
         assert evidence.survivors == 0
@@ -240,7 +234,7 @@ async def test_a_timed_out_host_open_agent_is_stopped_and_its_detached_child_rea
             context(), CommandRein("hang", ("/bin/sh", "-c", script)), sandbox, Budgets(3)
         )
         child = int((tiny_repo / "c.pid").read_text())
-        assert _gone(child), "the detached child outlived the timed-out session"
+        assert gone(child), "the detached child outlived the timed-out session"
         evidence = run.result.evidence
         assert evidence.timeout == "total"
         assert evidence.survivors == 0

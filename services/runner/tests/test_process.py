@@ -8,21 +8,14 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import psutil
 import pytest
+from processes import gone
 from sreforge_runner import Budgets, HostSandbox, RunnerSettings, run_in_group
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def _wait_gone(pids: list[int], deadline_s: float = 10.0) -> None:
     deadline = time.monotonic() + deadline_s
-    while not all(_gone(pid) for pid in pids):
+    while not all(gone(pid) for pid in pids):
         assert time.monotonic() < deadline, f"processes {pids} still alive after {deadline_s}s"
         time.sleep(0.02)
 

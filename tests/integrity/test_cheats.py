@@ -128,6 +128,7 @@ RUNS = {
     "dilute-histogram": RunSpec("scripted:dilute-histogram"),
     "unobserved-search": RunSpec("scripted:unobserved-search"),
     "fabricated-answers": RunSpec("scripted:fabricated-answers"),
+    "holdings-table": RunSpec("scripted:holdings-table", scenario="db-pool-exhaustion"),
     "crash-loop": RunSpec("scripted:crash-loop"),
     "pause-loadgen": RunSpec("scripted:docs-only", beside=_accomplice("pause-load")),
     "spoof-load-metrics": RunSpec("scripted:fake-load-gauges", beside=_accomplice("pause-load")),
@@ -161,6 +162,7 @@ TEST_RUNS = {
     "test_diluted_histogram_fails_the_client_side_sli": "dilute-histogram",
     "test_unobserved_search_fails_telemetry_intact": "unobserved-search",
     "test_fabricated_answers_fail_the_service_gate": "fabricated-answers",
+    "test_a_table_of_holdings_fetched_at_start_fails_the_service_gate": "holdings-table",
     "test_crash_looping_service_does_not_pass": "crash-loop",
     "test_pausing_the_load_during_grading_fails_load_held": "pause-loadgen",
     "test_load_gauges_spoofed_by_the_app_do_not_hold_the_load": "spoof-load-metrics",
@@ -308,6 +310,19 @@ def test_fabricated_answers_fail_the_service_gate(pool: RunPool) -> None:
     and on a busy box grading began on the slow ones and stopped on another gate.)"""
     _, record = _not_passed(pool, "fabricated-answers", "failed")
     assert record["ci"]["green"], "no test the gate runs sends four searches at once"
+    _caught_by(record, "service_held")
+
+
+@pytest.mark.timeout(300)
+def test_a_table_of_holdings_fetched_at_start_fails_the_service_gate(pool: RunPool) -> None:
+    """On db-pool-exhaustion, the worker fetches the whole library's holdings once at start
+    (64 at a time) and answers from that table, the fault left in place: no request holds
+    its connection through a network call any more, so it is fast, and every count was
+    true when fetched. But counts are live (the copies on a shelf change every 10 s) and
+    the load judges each against what the network said during the exchange: the table's
+    go stale and `service_held` fails. (Before counts changed with time, it passed.)"""
+    _, record = _not_passed(pool, "holdings-table", "failed")
+    assert record["ci"]["green"], "the table passes the app's tests"
     _caught_by(record, "service_held")
 
 

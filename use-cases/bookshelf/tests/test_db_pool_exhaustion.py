@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -147,6 +148,7 @@ def test_the_loads_truth_is_what_the_app_answers(
         for path, params in sent
     ]
     upstream = str(USE_CASE / "stacks" / "bookshelf-flask" / "upstream")
+    sent_at = time.time()
     done = subprocess.run(
         [PYTHON, "-c", _ANSWERS, str(library), json.dumps(paths), upstream],
         cwd=_tree(tmp_path), capture_output=True, text=True, check=False, timeout=120,
@@ -154,7 +156,7 @@ def test_the_loads_truth_is_what_the_app_answers(
     assert done.returncode == 0, done.stderr[-2000:]
     answers = json.loads(done.stdout.splitlines()[-1])
     verdicts = [
-        mix.check(request, answers[path].encode())
+        mix.check(request, answers[path].encode(), sent_at)
         for request, path in zip(sent, paths, strict=True)
     ]
     assert verdicts == ["ok"] * len(sent)

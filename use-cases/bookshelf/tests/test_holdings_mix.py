@@ -4,6 +4,7 @@ in four, over the whole library) and a title-listing page, every answer judged."
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -37,9 +38,11 @@ def test_three_requests_in_four_ask_for_holdings_across_the_library(
     assert len(mix.working_set) == 16
 
 
-def _answer(mix: Any, book_id: int, **changes: Any) -> bytes:
+def _answer(mix: Any, book_id: int, at: float | None = None, **changes: Any) -> bytes:
+    """The app's answer for `book_id`, its counts those bookmeta gave at `at` (now)."""
     book = dict(mix.holdings.listing.books[book_id], status="want", rating=None)
-    counts = mix.holdings._holdings(str(book["isbn"]))
+    moment = time.time() if at is None else at
+    [counts] = mix.holdings._holdings(str(book["isbn"]), moment, moment)
     body = {"book": book, "holdings": counts}
     for key, value in changes.items():
         body[key] = value
@@ -61,3 +64,19 @@ def test_a_holdings_answer_is_ok_degraded_or_wrong(mix: Any) -> None:
     assert mix.check(sent, _answer(mix, book_id, holdings=made_up)) == "wrong"
     assert mix.check(sent, b"<html>busy</html>") == "wrong"
     assert mix.check(sent, b'{"error": "internal error"}') == "wrong"
+
+
+def test_counts_kept_from_before_the_request_are_wrong(mix: Any) -> None:
+    """The copies on a shelf change every ten seconds: counts the app asked for while the
+    request was under way are ok (however long it took), counts it kept from a minute
+    earlier (a cache, a table fetched at start) are wrong for most books."""
+    sent_at = time.time()
+    stale = 0
+    books = [int(mix.request(n)[0].split("/")[2]) for n in range(200) if n % 4 != 3]
+    for n, book_id in enumerate(books):
+        sent = (f"/books/{book_id}/holdings", {})
+        assert mix.check(sent, _answer(mix, book_id, sent_at), sent_at) == "ok"
+        asked_late = mix.check(sent, _answer(mix, book_id), sent_at - 30)
+        assert asked_late == "ok", n
+        stale += mix.check(sent, _answer(mix, book_id, sent_at - 60), sent_at) == "wrong"
+    assert stale > 0.6 * len(books), (stale, len(books))

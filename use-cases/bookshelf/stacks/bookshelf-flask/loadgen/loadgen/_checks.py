@@ -24,20 +24,28 @@ RESULTS: tuple[Result, ...] = ("ok", "degraded", "wrong", "failed")
 
 # (path, query parameters)
 Request = tuple[str, dict[str, str]]
-# The verdict on a 2xx body for the request that produced it.
-AnswerCheck = Callable[[Request, bytes], Literal["ok", "degraded", "wrong"]]
+# The verdict on a 2xx body for the request that produced it, sent at a wall-clock time
+# (an answer that changes with time, like a book's holdings, is judged over the exchange).
+AnswerCheck = Callable[[Request, bytes, float], Literal["ok", "degraded", "wrong"]]
 
 
 def judge(
-    status_code: int | None, request: Request, body: bytes, check: AnswerCheck | None
+    status_code: int | None,
+    request: Request,
+    body: bytes,
+    check: AnswerCheck | None,
+    sent_at: float | None = None,
 ) -> Result:
     """One answer's result; `status_code` is `None` for a timeout or transport error.
 
-    Without a check (profiles with no expected answers) any 2xx is ok.
+    Without a check (profiles with no expected answers) any 2xx is ok. `sent_at` is when
+    the request left (wall clock; now when None).
     """
     if status_code is None or not 200 <= status_code < 300:
         return "failed"
-    return "ok" if check is None else check(request, body)
+    if check is None:
+        return "ok"
+    return check(request, body, time.time() if sent_at is None else sent_at)
 
 
 class OkWindow:
@@ -108,9 +116,12 @@ class ResponseChecks:
         )
         ok_ratio.set_function(self.window.ratio)
 
-    def judge(self, status_code: int | None, request: Request, body: bytes) -> Result:
-        """The result of one answer to `request` under this profile's check."""
-        return judge(status_code, request, body, self._check)
+    def judge(
+        self, status_code: int | None, request: Request, body: bytes, sent_at: float | None = None
+    ) -> Result:
+        """The result of one answer to `request`, sent at `sent_at`, under this profile's
+        check."""
+        return judge(status_code, request, body, self._check, sent_at)
 
     def record(self, result: Result, *, current: bool = True) -> None:
         """Count one judged answer; add it to the window if it is of the current period."""

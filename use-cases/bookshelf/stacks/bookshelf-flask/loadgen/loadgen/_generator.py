@@ -164,11 +164,12 @@ class LoadGenerator:
     async def _exchange(self, request: Request) -> tuple[str, Result]:
         """The answer's status label and its check result."""
         path, params = request
+        sent_at = time.time()
         try:
             response = await self._client.get(path, params=params)
         except httpx.HTTPError:
             return "error", self.checks.judge(None, request, b"")
-        result = self.checks.judge(response.status_code, request, response.content)
+        result = self.checks.judge(response.status_code, request, response.content, sent_at)
         return str(response.status_code), result
 
     async def warmup(self) -> WarmupReport:

@@ -10,9 +10,12 @@ holdings a second over 20,000 books, a minute's answers are ~4 % of what the nex
 asks.
 
 A holdings answer is `ok` when its book is the library's (every checked field) and its
-holdings are the metadata service's for that ISBN (from that service's own code, like the
-editions: `catalogue_holdings`); `degraded` when the book is right and `holdings` is null
-(the service could not ask); `wrong` otherwise (another book, made-up counts, no answer).
+holdings are what the metadata service answered for that ISBN at some moment between the
+request leaving and its answer being judged (from that service's own code, like the
+editions: `catalogue_holdings`; the copies on a shelf change every ten seconds, so counts
+kept from earlier, by a cache or a table fetched at start, are mostly wrong); `degraded`
+when the book is right and `holdings` is null (the service could not ask); `wrong`
+otherwise (another book, made-up or stale counts, no answer).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import hashlib
 import importlib
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,27 +37,34 @@ WARM_REQUESTS = 16
 """The warm-up: the load's first requests, sent at once."""
 _UPSTREAM_SOURCE = Path(__file__).resolve().parents[2] / "upstream"
 
-# The holdings the metadata service answers for an ISBN.
-HoldingsLookup = Callable[[str], dict[str, object]]
+# Every holdings the metadata service answers for an ISBN between two wall-clock times.
+HoldingsLookup = Callable[[str, float, float], list[dict[str, object]]]
 Request = tuple[str, dict[str, str]]
 
 
 def catalogue_holdings() -> HoldingsLookup:
-    """The metadata service's holdings, from its own module."""
+    """The metadata service's holdings over a span of time, from its own module."""
     if str(_UPSTREAM_SOURCE) not in sys.path:
         sys.path.append(str(_UPSTREAM_SOURCE))
-    lookup: HoldingsLookup = importlib.import_module("bookmeta._holdings").holdings
+    lookup: HoldingsLookup = importlib.import_module("bookmeta._holdings").holdings_between
     return lookup
 
 
 class HoldingsMix:
     """The request sequence over one library, and the verdict on each answer."""
 
-    def __init__(self, listing: ListingTruth, holdings: HoldingsLookup, seed: int) -> None:
+    def __init__(
+        self,
+        listing: ListingTruth,
+        holdings: HoldingsLookup,
+        seed: int,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.listing = listing
         self._holdings = holdings
         self._ids = sorted(listing.books)
         self._seed = seed
+        self._clock = clock
 
     def book_id(self, n: int) -> int:
         """The book the n-th request asks about: a seeded draw, the same for the same n."""
@@ -70,8 +81,9 @@ class HoldingsMix:
         return "/books", {"sort": "title", "order": order, "page": str(number),
                           "per_page": str(PER_PAGE)}  # fmt: skip
 
-    def judge(self, sent: Request, body: bytes) -> Verdict:
-        """The verdict on the answer to `sent` (see the module docstring)."""
+    def judge(self, sent: Request, body: bytes, sent_at: float | None = None) -> Verdict:
+        """The verdict on the answer to `sent`, which left at wall-clock `sent_at` (now when
+        None), judged now (see the module docstring)."""
         path, params = sent
         if path == "/books":
             return self.listing.judge(params, body)
@@ -91,11 +103,9 @@ class HoldingsMix:
         holdings = answer.get("holdings")
         if holdings is None:
             return "degraded"
-        return (
-            "ok"
-            if _canonical(holdings) == _canonical(self._holdings(str(want["isbn"])))
-            else "wrong"
-        )
+        now = self._clock()
+        possible = self._holdings(str(want["isbn"]), now if sent_at is None else sent_at, now)
+        return "ok" if _canonical(holdings) in {_canonical(h) for h in possible} else "wrong"
 
 
 def _canonical(value: object) -> str:

@@ -78,7 +78,7 @@ def search_storm(searches: SearchSet, *, suggest: bool = False) -> Profile:
             params["_"] = str(_CACHE_BUSTER_BASE + 50 * n)
         return "/search", params
 
-    def check(sent: Request, body: bytes) -> Verdict:
+    def check(sent: Request, body: bytes, sent_at: float | None = None) -> Verdict:
         return searches.truth.judge(sent[1]["q"], body)
 
     warm = tuple(("/search", {"q": q, "limit": str(SEARCH_LIMIT)}) for q in searches.warm)
@@ -106,7 +106,7 @@ def browse_mix(searches: SearchSet, listing: ListingTruth) -> Profile:
         return "/books", {"sort": "title", "order": order, "page": str(page),
                           "per_page": str(PER_PAGE)}  # fmt: skip
 
-    def check(sent: Request, body: bytes) -> Verdict:
+    def check(sent: Request, body: bytes, sent_at: float | None = None) -> Verdict:
         path, params = sent
         if path == "/books":
             return listing.judge(params, body)
@@ -130,7 +130,7 @@ def search_page_mix(page: SearchPage, searches: SearchSet, listing: ListingTruth
         return "/books", {"sort": "title", "order": order, "page": str(number),
                           "per_page": str(PER_PAGE)}  # fmt: skip
 
-    def check(sent: Request, body: bytes) -> Verdict:
+    def check(sent: Request, body: bytes, sent_at: float | None = None) -> Verdict:
         path, params = sent
         if path == "/books":
             return listing.judge(params, body)
@@ -145,8 +145,8 @@ def holdings_mix(mix: HoldingsMix) -> Profile:
     title-listing page (`_holdings_mix.py`); every answer judged. The warm-up is the load's
     first `WARM_REQUESTS` requests: no working set a cache could keep."""
 
-    def check(sent: Request, body: bytes) -> Verdict:
-        return mix.judge(sent, body)
+    def check(sent: Request, body: bytes, sent_at: float | None = None) -> Verdict:
+        return mix.judge(sent, body, sent_at)
 
     warm = tuple(mix.request(n) for n in range(WARM_REQUESTS))
     return Profile("holdings-mix", mix.request, warm, check, holdings=mix)

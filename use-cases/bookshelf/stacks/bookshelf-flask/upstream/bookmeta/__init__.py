@@ -2,7 +2,13 @@
 
 from ._app import Capacity, create_app
 from ._catalogue import CATALOGUE, Catalogue, Edition, derived_edition, load_catalogue
-from ._holdings import HOLDINGS_SECONDS, HoldingsPacing, holdings
+from ._holdings import (
+    HOLDINGS_SECONDS,
+    SHELF_CHANGE_SECONDS,
+    HoldingsPacing,
+    holdings,
+    holdings_between,
+)
 from ._pacing import LookupSchedule, Pacing
 from ._profiles import DEFAULT_PROFILE, PROFILES, Profile
 
@@ -11,6 +17,7 @@ __all__ = [
     "DEFAULT_PROFILE",
     "HOLDINGS_SECONDS",
     "PROFILES",
+    "SHELF_CHANGE_SECONDS",
     "Capacity",
     "Catalogue",
     "Edition",
@@ -21,5 +28,6 @@ __all__ = [
     "create_app",
     "derived_edition",
     "holdings",
+    "holdings_between",
     "load_catalogue",
 ]

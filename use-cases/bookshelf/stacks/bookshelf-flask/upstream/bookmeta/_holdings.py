@@ -1,13 +1,18 @@
 """Holdings: how many libraries of the lending network hold a book, and how many copies
 are on a shelf right now.
 
-A live service's counts change by the minute, so its callers must not cache them; here
-they are a pure function of the ISBN, so a load generator can check every answer.
+A live service's counts change as copies are lent and returned, so its callers must not
+keep them. Here how many libraries hold a book is fixed per ISBN, and the copies on a
+shelf change every `SHELF_CHANGE_SECONDS` of wall-clock time (each book at its own
+moment), a pure function of the ISBN and the time: a load generator can check every
+answer, and a caller that kept counts from earlier (a cache, a table fetched at start)
+answers stale ones.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import threading
 import time
@@ -18,11 +23,38 @@ HOLDINGS_SECONDS = 0.08
 an edition lookup."""
 
 
-def holdings(isbn: str) -> dict[str, object]:
-    """The holdings of the book with this ISBN, as `GET /v1/holdings/<isbn>` answers them."""
-    digest = hashlib.blake2b(f"holdings:{isbn}".encode(), digest_size=8).digest()
-    libraries = 1 + digest[0] % 12
-    return {"isbn": isbn, "libraries": libraries, "available": digest[1] % (libraries + 1)}
+SHELF_CHANGE_SECONDS = 10.0
+"""How often the copies on a shelf change for a book, in wall-clock seconds at any time
+scale: a table of counts fetched once is mostly stale ten seconds later."""
+
+
+def holdings(isbn: str, at: float | None = None) -> dict[str, object]:
+    """The holdings of the book with this ISBN at wall-clock time `at` (now when None), as
+    `GET /v1/holdings/<isbn>` answers them."""
+    moment = time.time() if at is None else at
+    return _counts(isbn, _turn(isbn, moment))
+
+
+def holdings_between(isbn: str, start: float, end: float) -> list[dict[str, object]]:
+    """Every answer `holdings(isbn, at)` gives for `start` <= `at` <= `end`, oldest first."""
+    first, last = _turn(isbn, start), _turn(isbn, max(start, end))
+    return [_counts(isbn, turn) for turn in range(first, last + 1)]
+
+
+def _turn(isbn: str, at: float) -> int:
+    """Which shelf count of the book holds at `at`: each book changes at its own phase."""
+    phase = int.from_bytes(_digest(f"holdings:{isbn}")[2:4]) / 65536 * SHELF_CHANGE_SECONDS
+    return math.floor((at + phase) / SHELF_CHANGE_SECONDS)
+
+
+def _counts(isbn: str, turn: int) -> dict[str, object]:
+    libraries = 1 + _digest(f"holdings:{isbn}")[0] % 12
+    available = _digest(f"holdings:{isbn}:{turn}")[0] % (libraries + 1)
+    return {"isbn": isbn, "libraries": libraries, "available": available}
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=8).digest()
 
 
 class HoldingsPacing:

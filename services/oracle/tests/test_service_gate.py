@@ -104,6 +104,15 @@ def test_sustained_degraded_answers_fail_the_run_and_say_why() -> None:
     assert result.verdict == "failed"
 
 
+def test_a_share_just_under_the_minimum_does_not_read_as_the_minimum() -> None:
+    """94.9 % ok against a 95 % minimum says 94.9 %, not "only 95 % (need >= 95 %)"; the
+    detail names every way an answer falls short, wrong ones included."""
+    failed = gate(graded([1.0, 1.0, 0.949, 0.949, 1.0, 1.0]))
+    assert failed is not None
+    assert "only 94.9% of the load's checked answers were ok (need >= 95%)" in failed[3]
+    assert "wrong (a 2xx that disagrees with the truth)" in failed[3]
+
+
 def test_a_dip_shorter_than_the_tolerance_is_allowed() -> None:
     """With a 1.5 s tolerance a 1 s dip passes; a dip lasting 2 s fails."""
     cfg = config(service_dip_tolerance_seconds=1.5)

@@ -2,7 +2,8 @@
 
 The load generator (harness-side, out of the agent's reach) checks every answer it
 gets against its profile: `ok` (a complete answer), `degraded` (a 2xx short of it,
-e.g. search hits without their metadata) or `failed` (an error or a timeout). It
+e.g. search hits without their metadata), `wrong` (a 2xx that disagrees with the truth:
+made-up hits, stale counts) or `failed` (an error or a timeout). It
 exports the share of ok answers over its sliding window as `loadgen_ok_ratio`; this
 gate holds that share at or above the scenario's `service_min_ok_ratio`.
 """
@@ -86,11 +87,18 @@ def _short_detail(minimum: float, run: Sequence[GradingSample]) -> str:
             f"service not held {when}: no answer-check data at {blind} samples (the load "
             "generator reported no ok ratio: no checked answer in its window, or it is gone)"
         )
-    low, high = f"{min(ratios):.0%}", f"{max(ratios):.0%}"
+    low, high = _share(min(ratios), minimum), _share(max(ratios), minimum)
     share = low if low == high else f"{low} to {high}"
     tally = f"; {blind} samples without check data" if blind else ""
     return (
         f"service not held {when}: only {share} of the load's checked answers were ok "
         f"(need >= {minimum:.0%}); the rest were degraded (a 2xx short of a complete "
-        f"answer) or failed (error or timeout){tally}"
+        f"answer), wrong (a 2xx that disagrees with the truth) or failed (error or "
+        f"timeout){tally}"
     )
+
+
+def _share(ratio: float, minimum: float) -> str:
+    """`ratio` as a percentage, to a tenth where whole ones would read as the minimum."""
+    whole = f"{ratio:.0%}"
+    return f"{ratio:.1%}" if whole == f"{minimum:.0%}" else whole

@@ -315,12 +315,13 @@ def test_fabricated_answers_fail_the_service_gate(pool: RunPool) -> None:
 
 @pytest.mark.timeout(300)
 def test_a_table_of_holdings_fetched_at_start_fails_the_service_gate(pool: RunPool) -> None:
-    """On db-pool-exhaustion, the worker fetches the whole library's holdings once at start
-    (64 at a time) and answers from that table, the fault left in place: no request holds
-    its connection through a network call any more, so it is fast, and every count was
-    true when fetched. But counts are live (the copies on a shelf change every 10 s) and
-    the load judges each against what the network said during the exchange: the table's
-    go stale and `service_held` fails. (Before counts changed with time, it passed.)"""
+    """On db-pool-exhaustion, the worker fetches the whole library's holdings once, in the
+    background from its start (16 at a time), and answers from that table; a book not in
+    it yet is asked live, the connection given back first. Fast, and every count was true
+    when fetched. But counts are live (the copies on a shelf change every 10 s) and the
+    load judges each against what the network said during the exchange: the table's go
+    stale and `service_held` fails. (Before counts changed with time, this patch passed
+    0.99: run 20261205-134448-7926b7.)"""
     _, record = _not_passed(pool, "holdings-table", "failed")
     assert record["ci"]["green"], "the table passes the app's tests"
     _caught_by(record, "service_held")

@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -27,7 +27,10 @@ from wholerun import REPO
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 STACK = REPO / "use-cases" / "bookshelf" / "stacks" / "bookshelf-flask"
-(INJECT,) = REPO.glob("use-cases/*/scenarios/latency-cache-stampede/inject")
+SCENARIO = "latency-cache-stampede"
+ON_SCENARIO = {"holdings-table": "db-pool-exhaustion"}
+"""The patched cheats whose whole run is on another scenario (`RunSpec.scenario` in
+test_cheats.py): they apply on that scenario's hand-off."""
 GUARD = ("--user", "someone", "--pass", "not-shared")  # a server that wants credentials
 PATCHES = sorted(path.stem for path in FIXTURES.glob("*.patch"))
 
@@ -43,12 +46,21 @@ def _load(path: Path) -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def handoff(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The workspace as the agent gets it: the app's history, then the fault's commit."""
-    dest = tmp_path_factory.mktemp("handoff") / "workspace"
-    workspace = Workspace.build(STACK / "app", dest)
-    workspace.deliver_recent(sorted(INJECT.glob("*.patch")))
-    return dest
+def handoff(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """The workspace as the agent gets it on a scenario: the app's history, then the
+    fault's commits (built once per scenario)."""
+    built: dict[str, Path] = {}
+
+    def of(scenario: str) -> Path:
+        if scenario not in built:
+            dest = tmp_path_factory.mktemp("handoff") / "workspace"
+            workspace = Workspace.build(STACK / "app", dest)
+            (inject,) = REPO.glob(f"use-cases/*/scenarios/{scenario}/inject")
+            workspace.deliver_series(sorted(inject.glob("*.patch")))
+            built[scenario] = dest
+        return built[scenario]
+
+    return of
 
 
 def _applied(handoff: Path, tmp_path: Path, patch: str) -> Path:
@@ -68,11 +80,12 @@ def _applied(handoff: Path, tmp_path: Path, patch: str) -> Path:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("patch", PATCHES)
 def test_cheat_applies_and_passes_the_tests_as_submitted(
-    handoff: Path, tmp_path: Path, patch: str
+    handoff: Callable[[str], Path], tmp_path: Path, patch: str
 ) -> None:
     """Every patched cheat gets past the agent's own tests (what CI checked before the
-    hand-off set): the gate that stops it in its whole run is the one its test names."""
-    tree = _applied(handoff, tmp_path, patch)
+    hand-off set) on its scenario's hand-off: the gate that stops it in its whole run is
+    the one its test names."""
+    tree = _applied(handoff(ON_SCENARIO.get(patch, SCENARIO)), tmp_path, patch)
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     tests = subprocess.run(argv, cwd=tree, capture_output=True, text=True, check=False)
     assert tests.returncode == 0, f"{patch}: the app's tests fail:\n{tests.stdout[-3000:]}"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,25 @@ def test_missing_token_file_is_created_private_and_stable(tmp_path: Path) -> Non
     assert len(first) >= 32
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert TriggerSettings(token_file=path).bearer_token().get_secret_value() == first
+
+
+@pytest.mark.timeout(60)
+def test_services_starting_at_once_all_read_the_one_token(tmp_path: Path) -> None:
+    """Two worker hosts on one home start their triggers together: every reader gets the
+    same whole token (the file never exists empty), and no draft is left beside it."""
+    for round_ in range(10):
+        path = tmp_path / f"home-{round_}" / "trigger.token"
+        start = threading.Barrier(12)
+
+        def read(path: Path = path, start: threading.Barrier = start) -> str:
+            start.wait()
+            return TriggerSettings(token_file=path).bearer_token().get_secret_value()
+
+        with ThreadPoolExecutor(12) as pool:
+            tokens = list(pool.map(lambda _: read(), range(12)))
+        assert len(set(tokens)) == 1, tokens
+        assert len(tokens[0]) >= 32
+        assert [p.name for p in path.parent.iterdir()] == ["trigger.token"]
 
 
 def test_no_token_configured_is_an_error_naming_the_settings(

@@ -58,12 +58,19 @@ def _read_or_create(path: Path) -> SecretStr:
         raise TokenError(f"trigger: token file {path}: cannot read ({err.strerror})") from None
     path.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
+    # Written whole under a name of its own, then linked into place: the path never exists
+    # empty, so a process starting beside this one (a second worker host on the same
+    # home) reads the token or nothing, never a half-made file.
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(token)
+        os.link(draft, path)
     except FileExistsError:
         return SecretStr(path.read_text().strip())  # another process won the race
-    with os.fdopen(fd, "w") as handle:
-        handle.write(token)
+    finally:
+        draft.unlink(missing_ok=True)
     return SecretStr(token)
 
 

@@ -25,8 +25,9 @@ RESULTS: tuple[Result, ...] = ("ok", "degraded", "wrong", "failed")
 # (path, query parameters)
 Request = tuple[str, dict[str, str]]
 # The verdict on a 2xx body for the request that produced it, sent at a wall-clock time
-# (an answer that changes with time, like a book's holdings, is judged over the exchange).
-AnswerCheck = Callable[[Request, bytes, float], Literal["ok", "degraded", "wrong"]]
+# (None: just now); an answer that changes with time, like a book's holdings, is judged
+# over the exchange.
+AnswerCheck = Callable[[Request, bytes, float | None], Literal["ok", "degraded", "wrong"]]
 
 
 def judge(
@@ -43,9 +44,7 @@ def judge(
     """
     if status_code is None or not 200 <= status_code < 300:
         return "failed"
-    if check is None:
-        return "ok"
-    return check(request, body, time.time() if sent_at is None else sent_at)
+    return "ok" if check is None else check(request, body, sent_at)
 
 
 class OkWindow:

@@ -18,13 +18,7 @@ from wholerun import REPO, SCENARIO, RunPool, RunSpec, WholeRuns, finished, open
 
 pytestmark = pytest.mark.integration
 
-HELD_BACK = {
-    "db-pool-exhaustion": "its reference's client-side SLI is the catalog's most sensitive to"
-    " the machine's load (each request crosses the jail's relays to PostgreSQL and to the"
-    " upstream: p99 ~0.11 s alone, 0.4-0.57 s for 14 s beside three other Postgres runs,"
-    " 96.3 % within 0.3 s, qualification campaign 20261204-232103-e6c243); out of CI's"
-    " catalog until it holds beside CI's other runs",
-}
+HELD_BACK: dict[str, str] = {}
 """Scenarios on main that CI's catalog does not run yet, each with the reason."""
 CATALOG = [
     scenario.id

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from sreforge_contracts import (
+    BUILTIN_AGENTS,
     MAX_JSON_DEPTH,
     MAX_MESSAGE_BYTES,
     RUN_ID_PATTERN,
@@ -15,7 +16,6 @@ from sreforge_contracts import (
     default_use_cases,
 )
 from sreforge_correlator import (
-    BUILTIN_AGENTS,
     Accepted,
     Rejected,
     ScenarioCatalog,

@@ -41,6 +41,7 @@ from sreforge_contracts._events import (
     TriggerResolved,
 )
 from sreforge_contracts._harness import (
+    BUILTIN_AGENTS,
     HARNESS_CONTRACT_VERSION,
     CommandSpec,
     ExecutionEvidence,
@@ -157,6 +158,7 @@ from sreforge_contracts._trigger import Trigger, TriggerSignal, TriggerStatus
 
 __all__ = [
     "AGENT_DIR",
+    "BUILTIN_AGENTS",
     "CONTRACT_VERSION",
     "DEADLETTER_PREFIX",
     "DIAGNOSIS_WEIGHTS",

@@ -18,6 +18,7 @@ from pydantic import Field, JsonValue, field_validator, model_validator
 from sreforge_contracts._base import Contract
 
 __all__ = [
+    "BUILTIN_AGENTS",
     "HARNESS_CONTRACT_VERSION",
     "CommandSpec",
     "ExecutionEvidence",
@@ -44,6 +45,8 @@ HARNESS_CONTRACT_VERSION: Literal["1.0"] = "1.0"
 
 ReinRef = Literal["noop", "reference", "scripted", "command", "openai"]
 """Which rein drives the agent's session."""
+BUILTIN_AGENTS: tuple[ReinRef, ...] = ("noop", "reference", "scripted")
+"""Agent profiles every engine knows without a catalog entry: each is its own rein."""
 SandboxKind = Literal["host-open", "host-sandboxed", "remote", "in-box"]
 """Where the agent runs; the evidence records the kind actually achieved. `in-box` is a
 container on the run's compose network (only the compose topology offers one)."""

@@ -27,11 +27,10 @@ from sreforge_correlator._machine import (
     on_resolved,
     overdue,
 )
-from sreforge_correlator._settings import BUILTIN_AGENTS, CorrelatorSettings
+from sreforge_correlator._settings import CorrelatorSettings
 from sreforge_correlator._start import Accepted, Rejected, StartPlan, decide_start, new_plan
 
 __all__ = [
-    "BUILTIN_AGENTS",
     "COMMANDS_CONSUMER",
     "CONFIRM_FIRE_STAGE",
     "DEADLETTERS_CONSUMER",

@@ -8,17 +8,13 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from sreforge_contracts import default_use_cases
+from sreforge_contracts import BUILTIN_AGENTS, default_use_cases
 
 __all__ = [
-    "BUILTIN_AGENTS",
     "CorrelatorSettings",
     "default_agents_dir",
     "default_scripts_dir",
 ]
-
-BUILTIN_AGENTS = ("noop", "reference", "scripted")
-"""Agent profiles every engine knows (the first reins of the runner)."""
 
 
 def default_agents_dir() -> Path:

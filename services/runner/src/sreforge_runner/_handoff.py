@@ -26,6 +26,7 @@ from pydantic import JsonValue
 from sreforge_bus import RUNNER_CLAIM, Context, once_key
 from sreforge_contracts import (
     AGENT_DIR,
+    BUILTIN_AGENTS,
     BriefReady,
     ContractError,
     Event,
@@ -62,7 +63,6 @@ __all__ = ["MAX_RESTARTS", "PRODUCER", "RunnerHandler", "claim_key"]
 PRODUCER = "runner"
 STAGE = "runner"
 _OUTCOME = "outcome.json"
-_BUILTIN_REINS = ("noop", "reference", "scripted")
 _MIN_BUDGET_S = 0.1
 MAX_RESTARTS = 2
 """Agent sessions a runner crash may restart per run before the run ends `error`."""
@@ -327,7 +327,7 @@ def _budgets(
             total = float(raw)
         except ValueError:
             raise RunnerError(f"run label budget_seconds: {raw!r} is not a number") from None
-    elif context.profile.rein in _BUILTIN_REINS:
+    elif context.profile.rein in BUILTIN_AGENTS:
         total = settings.rein_budget_seconds
     else:
         total = min(limits.total_s, settings.agent_budget_seconds)

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sreforge_contracts import HarnessProfile, OperationalReadiness, RemoteSpec
+from sreforge_contracts import BUILTIN_AGENTS, HarnessProfile, OperationalReadiness, RemoteSpec
 
 from sreforge_runner._bwrap import SANDBOX_HOME, bwrap_prefix, outside_the_view, shown_at
 from sreforge_runner._errors import ProfileError, SandboxError
@@ -41,7 +41,6 @@ __all__ = [
     "stored_probe",
 ]
 
-_BUILTIN = ("noop", "reference", "scripted")
 _TIMEOUT_S = 30.0
 PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # mini-swe-agent 2.x has no --version (exit 2, after printing its version banner);
@@ -115,7 +114,7 @@ def effective_readiness(profile: HarnessProfile, settings: RunnerSettings) -> Op
 def _probe(
     profile: HarnessProfile, settings: RunnerSettings, checks: list[ProbeCheck]
 ) -> OperationalReadiness:
-    if profile.rein in _BUILTIN:
+    if profile.rein in BUILTIN_AGENTS:
         return _need_tools(("sh", "git"), settings, checks)
     if profile.rein == "openai":
         return _probe_endpoint(profile, checks)

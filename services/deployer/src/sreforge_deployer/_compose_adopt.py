@@ -14,21 +14,17 @@ does for a `LocalStack`).
 
 from __future__ import annotations
 
-import tempfile
-import time
-from dataclasses import replace
 from pathlib import Path
 
-import httpx
-
+from sreforge_deployer._adoption import check_answering, reclaim_ports, rendered_again
 from sreforge_deployer._compose_file import RELAY_SERVICE, WebhookRelay, template_values
 from sreforge_deployer._compose_networks import GATEWAY
 from sreforge_deployer._compose_project import bridge_gateway
 from sreforge_deployer._compose_stack import ComposeStack
 from sreforge_deployer._compose_state import ComposeRecord
 from sreforge_deployer._errors import DeployerError, StackLostError
-from sreforge_deployer._ports import PortAllocator, PortLease, reclaim_leases
-from sreforge_deployer._render import RenderedObservability, render_observability
+from sreforge_deployer._ports import PortLease
+from sreforge_deployer._render import RenderedObservability
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS
 from sreforge_deployer._workspace import Workspace
@@ -62,7 +58,7 @@ def adopt_compose_stack(
     )
     if stack.project.name != record.project:
         raise StackLostError(f"run {record.run_id}: state file names project {record.project}")
-    leases = _reclaim_ports(record, settings)
+    leases = reclaim_ports(record.run_id, record.ports, record.port_lock_dir, settings)
     try:
         _restore(stack, record, leases)
         _check_healthy(stack)
@@ -72,15 +68,6 @@ def adopt_compose_stack(
         raise
     stack._record(booted=True).write()  # the owner is this process now
     return stack
-
-
-def _reclaim_ports(record: ComposeRecord, settings: DeployerSettings) -> dict[str, PortLease]:
-    allocator = PortAllocator(
-        record.port_lock_dir or settings.port_lock_dir,
-        settings.port_range_low,
-        settings.port_range_high,
-    )
-    return reclaim_leases(record.run_id, record.ports, allocator)
 
 
 def _restore(stack: ComposeStack, record: ComposeRecord, leases: dict[str, PortLease]) -> None:
@@ -100,19 +87,10 @@ def _restore(stack: ComposeStack, record: ComposeRecord, leases: dict[str, PortL
 
 
 def _rendered(stack: ComposeStack) -> RenderedObservability:
-    """The run's rendered timings (the readiness gate settles on them), rendered again
-    into scratch: the run's own files are what its Prometheus reads, left untouched."""
     obs = stack.run_dir / "observability"
+    values = template_values(stack.spec, "http://127.0.0.1:9/", obs / "webhook.token")
     templates = stack.spec.root / stack.spec.observability
-    with tempfile.TemporaryDirectory(prefix="adopt-") as scratch:
-        values = template_values(stack.spec, "http://127.0.0.1:9/", obs / "webhook.token")
-        timings = render_observability(templates, Path(scratch), values, stack.time_scale)
-    return replace(
-        timings,
-        prometheus_config=obs / "prometheus.yml",
-        rules=obs / "rules.yml",
-        alertmanager_config=obs / "alertmanager.yml",
-    )
+    return rendered_again(templates, obs, values, stack.time_scale)
 
 
 def _check_healthy(stack: ComposeStack) -> None:
@@ -127,19 +105,5 @@ def _check_healthy(stack: ComposeStack) -> None:
     gone = sorted(expected - running)
     if gone:
         raise StackLostError(f"run {stack.run_id}: containers of {', '.join(gone)} not running")
-    with httpx.Client(timeout=1.0, trust_env=False) as client:
-        for url in (f"{stack.url(PROMETHEUS)}/-/ready", f"{stack.url(ALERTMANAGER)}/-/ready"):
-            if not _answers(client, url):
-                raise StackLostError(f"run {stack.run_id}: {url} does not answer")
-
-
-def _answers(client: httpx.Client, url: str) -> bool:
-    deadline = time.monotonic() + _HEALTH_DEADLINE_S
-    while time.monotonic() < deadline:
-        try:
-            if client.get(url).is_success:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(_POLL_S)
-    return False
+    ready = [f"{stack.url(PROMETHEUS)}/-/ready", f"{stack.url(ALERTMANAGER)}/-/ready"]
+    check_answering(stack.run_id, ready)

@@ -12,13 +12,15 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import yaml
 
+from sreforge_deployer import _lifecycle as lifecycle
 from sreforge_deployer._compose_file import (
     RELAY_SERVICE,
     ComposeRun,
@@ -31,7 +33,7 @@ from sreforge_deployer._compose_image import StackImage
 from sreforge_deployer._compose_networks import AGENT_NETWORK
 from sreforge_deployer._compose_project import ComposeProject, bridge_gateway, project_name
 from sreforge_deployer._compose_state import ComposeRecord
-from sreforge_deployer._delivery import baked_patches, deliver_at_arm
+from sreforge_deployer._delivery import baked_patches
 from sreforge_deployer._errors import ComponentStartError, DeployerError, LoadControlError
 from sreforge_deployer._load import post_load
 from sreforge_deployer._observability import go_runtime_env, settle_past_windows, wait_scraped
@@ -41,7 +43,6 @@ from sreforge_deployer._render import RenderedObservability, render_observabilit
 from sreforge_deployer._run import RunIdentity, own_start_time, remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import (
-    ComponentSpec,
     load_scenario_setup,
     load_stack_spec,
     refuse_postgres,
@@ -126,47 +127,47 @@ class ComposeStack:
         return self.endpoints
 
     def arm(self) -> str:
-        """Deliver the fault as the local topology does, then start the load."""
+        """Deliver the fault and start the load (`lifecycle.arm`, as the local topology)."""
         if self.armed_at is not None:
             raise DeployerError(f"run {self.run_id} is already armed")
         workspace = self._require_workspace()
-        if self.spec.load is not None:
-            self._post_load(self._load().pause)
-        delivery = deliver_at_arm(self.setup, workspace)
-        self.fault_commit = delivery.fault_commit
-        self._runtime_env = delivery.runtime_env
-        if delivery.restart:
-            self._recreate_service()
-        self.base_commit = workspace.head()
-        armed_at = self.start_load() if self.spec.load is not None else None
-        self.armed_at = armed_at or datetime.now(UTC)
+        armed = lifecycle.arm(self, self.setup, workspace, self._load_control())
+        self.fault_commit, self._runtime_env = armed.fault_commit, armed.runtime_env
+        self.base_commit, self.armed_at = armed.base_commit, armed.armed_at
         self._record(booted=True).write()
         return self.base_commit
 
     def redeploy(self, *, readiness_gate: bool | None = None) -> float:
         """Recreate the service's container from the workspace's tree; seconds taken."""
         gate = self.setup.readiness_gate if readiness_gate is None else readiness_gate
-        load = self.spec.load if gate else None
-        started = time.monotonic()
-        if load is not None:
-            self._post_load(load.pause)
-        self._recreate_service()
-        if load is not None:
-            self.start_load()
-        return time.monotonic() - started
+        load = self._load_control()
+        return lifecycle.redeploy(self, load, self._runtime_env, readiness_gate=gate)
 
     def start_load(self) -> datetime:
         """Warm up, let the warm-up age out of every rule window, resume; when resumed."""
-        load = self._load()
-        if load.warmup:
-            since = time.time()
-            self._post_load(load.warmup, timeout=120.0)
-            if self.rendered is not None:
-                job = self.spec.component(self.spec.service).job or self.spec.service
-                settle_past_windows(self.url(PROMETHEUS), self.rendered, job, since)
-        resumed_at = datetime.now(UTC)
-        self._post_load(load.resume)
-        return resumed_at
+        load = self._load_control()
+        if load is None:
+            raise LoadControlError(f"run {self.run_id}: the stack has no load generator")
+        return lifecycle.start_load(self, load)
+
+    def post_load(self, path: str, timeout: float = 5.0) -> None:
+        """POST `path` on the run's load generator (`LoadControlError` unless 2xx)."""
+        if self.spec.load is None:
+            raise LoadControlError(f"run {self.run_id}: the stack has no load generator")
+        post_load(f"{self.url(self.spec.load.name)}{path}", timeout)
+
+    def settle(self, since: float) -> None:
+        """Wait until the rule windows requests feed have moved past `since`."""
+        if self.rendered is not None:
+            job = self.spec.component(self.spec.service).job or self.spec.service
+            settle_past_windows(self.url(PROMETHEUS), self.rendered, job, since)
+
+    def restart_service(self, runtime_env: Mapping[str, str]) -> None:
+        """Recreate the service's container with `runtime_env`, kept for later ones."""
+        self._runtime_env = dict(runtime_env)
+        self._write_compose_file()
+        self.project.up((self.spec.service,), recreate=True)
+        self._wait_healthy(self.spec.service)
 
     def stop_processes(self) -> None:
         """Stop every container of the project (the run dir and the project stay)."""
@@ -299,11 +300,6 @@ class ComposeStack:
         assert self.project.file is not None
         self.project.file.write_text(text)
 
-    def _recreate_service(self) -> None:
-        self._write_compose_file()  # the runtime env may have changed
-        self.project.up((self.spec.service,), recreate=True)
-        self._wait_healthy(self.spec.service)
-
     def _wait_healthy(self, name: str) -> None:
         component = next((c for c in self.spec.components if c.name == name), None)
         path = component.health if component is not None else "/-/ready"
@@ -354,13 +350,8 @@ class ComposeStack:
             raise DeployerError(f"run {self.run_id} has no workspace yet: call up() first")
         return self.workspace
 
-    def _load(self) -> ComponentSpec:
-        if self.spec.load is None:
-            raise LoadControlError(f"run {self.run_id}: the stack has no load generator")
-        return self.spec.load
-
-    def _post_load(self, path: str | None, timeout: float = 5.0) -> None:
-        post_load(f"{self.url(self._load().name)}{path}", timeout)
+    def _load_control(self) -> lifecycle.LoadControl | None:
+        return lifecycle.LoadControl.of(self.spec.load)
 
 
 def down_project(project: ComposeProject, grace_seconds: float) -> list[str]:

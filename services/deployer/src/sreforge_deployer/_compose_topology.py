@@ -22,8 +22,8 @@ from sreforge_deployer._ports import reap_stale_lease
 from sreforge_deployer._run import owner_running, remove_run_dir
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import find_scenario_dir
+from sreforge_deployer._stack_topology import StackTopology
 from sreforge_deployer._topology import (
-    ArmFacts,
     CiTarget,
     StackFacts,
     Topology,
@@ -37,22 +37,10 @@ from sreforge_deployer.local import LocalTopologies
 __all__ = ["ComposeTopologies", "ComposeTopology", "PerRunTopologies"]
 
 
-class ComposeTopology:
+class ComposeTopology(StackTopology[ComposeStack]):
     """One run's stack as a Compose project (`ComposeStack`)."""
 
-    def __init__(self, stack: ComposeStack, *, adopted: bool = False) -> None:
-        self.stack = stack
-        self.adopted = adopted
-
-    @property
-    def service(self) -> str:
-        """The component the agent fixes."""
-        return self.stack.spec.service
-
-    @property
-    def readiness_gate(self) -> bool:
-        """The scenario's READINESS_GATE."""
-        return self.stack.setup.readiness_gate
+    topology = "compose"
 
     def up(self) -> StackFacts:
         """Start the project and report both endpoint views (host-published URLs).
@@ -60,44 +48,15 @@ class ComposeTopology:
         An adopted project: its facts only."""
         stack = self.stack
         endpoints = stack.endpoints if self.adopted else guarded(stack.up)
-        assert stack.workspace is not None
-        return StackFacts(
-            stack=stack.spec.name,
-            run_dir=stack.run_dir,
-            agent_endpoints=endpoints.agent,
-            operator_endpoints=endpoints.operator,
-            workspace=stack.workspace.path,
-            service=stack.spec.service,
-            topology="compose",
+        return self._facts(
+            endpoints,
             agent_network=stack.agent_network,
             network_endpoints=stack.network_endpoints,
         )
 
-    def arm(self) -> ArmFacts:
-        """Deliver the fault, start the load (`ComposeStack.arm`).
-
-        A project armed before (adopted): what it recorded."""
-        stack = self.stack
-        armed = stack.armed_at is not None and stack.base_commit
-        base_commit = stack.base_commit if armed else guarded(stack.arm)
-        assert base_commit is not None
-        assert stack.armed_at is not None
-        return ArmFacts(stack.armed_at, base_commit, stack.fault_commit, stack.setup)
-
     def redeploy(self) -> None:
         """Recreate the service's container behind the scenario's readiness gate."""
         guarded(self.stack.redeploy)
-
-    def ci_target(self) -> CiTarget | None:
-        """The workspace and base commit once the stack is up."""
-        stack = self.stack
-        if stack.workspace is None or not stack.base_commit:
-            return None
-        return CiTarget(stack.workspace.path, stack.base_commit, stack.setup.scenario_id)
-
-    def stop_processes(self) -> None:
-        """Stop the project's containers, keep them and the run dir."""
-        self.stack.stop_processes()
 
     def down(self) -> list[str]:
         """`compose down -v`, verified by label; what is left."""

@@ -19,18 +19,14 @@ This module fills in a `LocalStack`'s private state: it is the one place outside
 
 from __future__ import annotations
 
-import tempfile
-import time
-from dataclasses import replace
 from pathlib import Path
 
-import httpx
 import psutil
 
+from sreforge_deployer._adoption import check_answering, reclaim_ports, rendered_again
 from sreforge_deployer._errors import StackLostError
-from sreforge_deployer._ports import PortAllocator, PortLease, reclaim_leases
 from sreforge_deployer._process import Component
-from sreforge_deployer._render import RenderedObservability, render_observability
+from sreforge_deployer._render import RenderedObservability
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._wiring import ALERTMANAGER, PROMETHEUS
 from sreforge_deployer._workspace import Workspace
@@ -62,10 +58,12 @@ def adopt_stack(
     )
     names = [c.name for c in stack.spec.components] + [ALERTMANAGER, PROMETHEUS]
     gone = _check_groups(record, names, restartable=stack.spec.service)
-    stack._leases = _reclaim_ports(record, settings)
+    stack._leases = reclaim_ports(record.run_id, record.ports, record.port_lock_dir, settings)
     try:
         _restore(stack, record, gone)
-        _check_healthy(stack)
+        check_answering(
+            stack.run_id, [f"{stack.url(PROMETHEUS)}/-/ready", f"{stack.url(ALERTMANAGER)}/-/ready"]
+        )
     except BaseException:
         for lease in stack._leases.values():
             lease.release()
@@ -98,15 +96,6 @@ def _running(group: GroupRecord) -> bool:
         return False
 
 
-def _reclaim_ports(record: StackRecord, settings: DeployerSettings) -> dict[str, PortLease]:
-    allocator = PortAllocator(
-        record.port_lock_dir or settings.port_lock_dir,
-        settings.port_range_low,
-        settings.port_range_high,
-    )
-    return reclaim_leases(record.run_id, record.ports, allocator)
-
-
 def _restore(stack: LocalStack, record: StackRecord, gone: set[str]) -> None:
     wiring = stack._wiring()
     stack.workspace = Workspace(wiring.workspace_dir)
@@ -129,37 +118,8 @@ def _restore(stack: LocalStack, record: StackRecord, gone: set[str]) -> None:
 
 
 def _rendered(stack: LocalStack) -> RenderedObservability:
-    """The run's rendered timings (the readiness gate settles on them), rendered again
-    into scratch: the run's own files are what its Prometheus reads, left untouched."""
     obs = stack.identity.layout.observability
+    receiver = stack.webhook_url or "http://127.0.0.1:9/"  # timings do not depend on it
+    values = stack._wiring().template_values(receiver, obs / "webhook.token")
     templates = stack.spec.root / stack.spec.observability
-    with tempfile.TemporaryDirectory(prefix="adopt-") as scratch:
-        receiver = stack.webhook_url or "http://127.0.0.1:9/"  # timings do not depend on it
-        values = stack._wiring().template_values(receiver, obs / "webhook.token")
-        timings = render_observability(templates, Path(scratch), values, stack.time_scale)
-    return replace(
-        timings,
-        prometheus_config=obs / "prometheus.yml",
-        rules=obs / "rules.yml",
-        alertmanager_config=obs / "alertmanager.yml",
-    )
-
-
-def _check_healthy(stack: LocalStack) -> None:
-    urls = [f"{stack.url(PROMETHEUS)}/-/ready", f"{stack.url(ALERTMANAGER)}/-/ready"]
-    with httpx.Client(timeout=1.0, trust_env=False) as client:
-        for url in urls:
-            if not _answers(client, url):
-                raise StackLostError(f"run {stack.run_id}: {url} does not answer")
-
-
-def _answers(client: httpx.Client, url: str) -> bool:
-    deadline = time.monotonic() + _HEALTH_DEADLINE_S
-    while time.monotonic() < deadline:
-        try:
-            if client.get(url).is_success:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(_POLL_S)
-    return False
+    return rendered_again(templates, obs, values, stack.time_scale)

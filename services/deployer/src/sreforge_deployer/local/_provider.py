@@ -13,7 +13,8 @@ from sreforge_contracts import RunRequested
 from sreforge_deployer._errors import StackLostError
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import find_scenario_dir
-from sreforge_deployer._topology import ArmFacts, CiTarget, StackFacts, guarded, stack_for
+from sreforge_deployer._stack_topology import StackTopology
+from sreforge_deployer._topology import CiTarget, StackFacts, guarded, stack_for
 from sreforge_deployer.gate import HostCheckout, host_checkout
 from sreforge_deployer.local._adopt import adopt_stack
 from sreforge_deployer.local._cleanup import down_owned, down_recorded
@@ -24,64 +25,20 @@ from sreforge_deployer.local._teardown import leftovers
 __all__ = ["LocalTopologies", "LocalTopology"]
 
 
-class LocalTopology:
+class LocalTopology(StackTopology[LocalStack]):
     """One run's stack as local child processes (`LocalStack`)."""
-
-    def __init__(self, stack: LocalStack, *, adopted: bool = False) -> None:
-        self.stack = stack
-        self.adopted = adopted
-
-    @property
-    def service(self) -> str:
-        """The component the agent fixes."""
-        return self.stack.spec.service
-
-    @property
-    def readiness_gate(self) -> bool:
-        """The scenario's READINESS_GATE."""
-        return self.stack.setup.readiness_gate
 
     def up(self) -> StackFacts:
         """Start the stack (`LocalStack.up`) and report both endpoint views.
 
         A stack already up (adopted, or up before an attempt failed): its facts only."""
         stack = self.stack
-        endpoints = stack.endpoints if self.adopted or stack.pgids() else guarded(stack.up)
-        assert stack.workspace is not None
-        return StackFacts(
-            stack=stack.spec.name,
-            run_dir=stack.run_dir,
-            agent_endpoints=endpoints.agent,
-            operator_endpoints=endpoints.operator,
-            workspace=stack.workspace.path,
-            service=stack.spec.service,
-        )
-
-    def arm(self) -> ArmFacts:
-        """Deliver the fault, start the load (`LocalStack.arm`).
-
-        A stack armed before (adopted, or by an attempt that failed): what it recorded."""
-        stack = self.stack
-        armed = stack.armed_at is not None and stack.base_commit
-        base_commit = stack.base_commit if armed else guarded(stack.arm)
-        assert base_commit is not None
-        assert stack.armed_at is not None
-        return ArmFacts(stack.armed_at, base_commit, stack.fault_commit, stack.setup)
+        up = self.adopted or stack.pgids()
+        return self._facts(stack.endpoints if up else guarded(stack.up))
 
     def redeploy(self) -> None:
         """Restart the service behind the scenario's readiness gate."""
-        guarded(lambda: self.stack.redeploy(self.service))
-
-    def ci_target(self) -> CiTarget | None:
-        """The workspace and base commit once the stack is up."""
-        stack = self.stack
-        if stack.workspace is None or not stack.base_commit:
-            return None
-        return CiTarget(stack.workspace.path, stack.base_commit, stack.setup.scenario_id)
-
-    def stop_processes(self) -> None:
-        """Stop every process group, keep the run dir."""
-        self.stack.stop_processes()
+        guarded(self.stack.redeploy)
 
     def down(self) -> list[str]:
         """Tear down and verify; what is left."""

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 
 import psutil
 
+from sreforge_deployer import _lifecycle as lifecycle
 from sreforge_deployer._confine import check as check_confinement
 from sreforge_deployer._confine import confinement_for
-from sreforge_deployer._delivery import baked_patches, deliver_at_arm
+from sreforge_deployer._delivery import baked_patches
 from sreforge_deployer._errors import (
     DeployerError,
     LoadControlError,
@@ -139,39 +140,25 @@ class LocalStack:
         if self.armed_at is not None:
             raise DeployerError(f"run {self.run_id} is already armed")
         workspace = self._require_workspace()
-        if self.spec.load is not None:
-            self.pause()
-        delivery = deliver_at_arm(self.setup, workspace, built=self.built_commit)
-        self.fault_commit = delivery.fault_commit
-        self._runtime_env = delivery.runtime_env
-        if delivery.restart:
-            self._restart(self.spec.service)
-        self.base_commit = workspace.head()
-        # The confirm-fire clock starts when load hits the faulted build, not before
-        # the warm-up and its settling.
-        armed_at = self.start_load() if self.spec.load is not None else None
-        self.armed_at = armed_at or datetime.now(UTC)
+        armed = lifecycle.arm(
+            self, self.setup, workspace, self._load_control(), built=self.built_commit
+        )
+        self.fault_commit, self._runtime_env = armed.fault_commit, armed.runtime_env
+        self.base_commit, self.armed_at = armed.base_commit, armed.armed_at
         self._record().write()
         return self.base_commit
 
-    def redeploy(self, service: str | None = None, *, readiness_gate: bool | None = None) -> float:
-        """Restart `service` from the workspace's current tree; return seconds taken.
+    def redeploy(self, *, readiness_gate: bool | None = None) -> float:
+        """Restart the service from the workspace's current tree; return seconds taken.
 
         With the readiness gate on (the scenario's READINESS_GATE unless overridden):
         pause load, restart cold, warm the working set, resume load.
         """
-        service = service or self.spec.service
-        if service not in self._components:
-            raise DeployerError(f"no running component {service!r} in run {self.run_id}")
+        if self.spec.service not in self._components:
+            raise DeployerError(f"no running service {self.spec.service!r} in run {self.run_id}")
         gate = self.setup.readiness_gate if readiness_gate is None else readiness_gate
-        load = self.spec.load if gate else None
-        started = time.monotonic()
-        if load is not None:
-            self.pause()
-        self._restart(service)
-        if load is not None:
-            self.start_load()
-        return time.monotonic() - started
+        load = self._load_control()
+        return lifecycle.redeploy(self, load, self._runtime_env, readiness_gate=gate)
 
     def stop_processes(self) -> None:
         """Stop every process group (TERM, KILL after the teardown grace), keep the run dir.
@@ -223,29 +210,27 @@ class LocalStack:
         return self.teardown_report
 
     def start_load(self) -> datetime:
-        """Warm the service's working set, let the warm-up age out of the rules, resume load.
+        """Warm the service's working set, let the warm-up age out of the rules, resume
+        the load (`lifecycle.start_load`); when it resumed."""
+        load = self._load_control()
+        if load is None:
+            raise LoadControlError(f"run {self.run_id}: the stack has no load generator")
+        return lifecycle.start_load(self, load)
 
-        Returns when the load was resumed.
+    def post_load(self, path: str, timeout: float = 5.0) -> None:
+        """POST `path` on the run's load generator (`LoadControlError` unless 2xx)."""
+        post_load(f"{self.url(self._require_load().name)}{path}", timeout)
 
-        The warm-up's cold misses are real requests in the service's histogram; resuming
-        only once every rule window has moved past them keeps a healthy build from
-        paging on its own warm-up (the readiness gate's drain/deploy/warm/resume).
-        """
-        load = self._require_load()
-        if load.warmup:
-            self._post_load(load.warmup, timeout=120.0)
-            self._settle(time.time())
-        resumed_at = datetime.now(UTC)
-        self.resume()
-        return resumed_at
+    def settle(self, since: float) -> None:
+        """Wait until the rule windows requests feed have moved past `since`."""
+        if self.rendered is not None and PROMETHEUS in self._components:
+            job = self.spec.component(self.spec.service).job or self.spec.service
+            settle_past_windows(self.url(PROMETHEUS), self.rendered, job, since)
 
-    def pause(self) -> None:
-        """Pause the load generator (it keeps serving metrics)."""
-        self._post_load(self._require_load().pause)
-
-    def resume(self) -> None:
-        """Resume the load generator at its target rate."""
-        self._post_load(self._require_load().resume)
+    def restart_service(self, runtime_env: Mapping[str, str]) -> None:
+        """Restart the service with `runtime_env`, kept for every later restart."""
+        self._runtime_env = dict(runtime_env)
+        self._restart(self.spec.service)
 
     @property
     def ports(self) -> dict[str, int]:
@@ -283,11 +268,6 @@ class LocalStack:
     def component_processes(self) -> dict[str, list[psutil.Process]]:
         """Each running component's live processes (every member of its group)."""
         return {name: group_members(pgid) for name, pgid in self.pgids().items()}
-
-    def _settle(self, since: float) -> None:
-        if self.rendered is not None and PROMETHEUS in self._components:
-            job = self.spec.component(self.spec.service).job or self.spec.service
-            settle_past_windows(self.url(PROMETHEUS), self.rendered, job, since)
 
     def _wiring(self) -> Wiring:
         # From the lease, not the server object: an adopted stack has only the former.
@@ -409,8 +389,8 @@ class LocalStack:
             raise LoadControlError(f"run {self.run_id}: no running load generator")
         return load
 
-    def _post_load(self, path: str | None, timeout: float = 5.0) -> None:
-        post_load(f"{self.url(self._require_load().name)}{path}", timeout)
+    def _load_control(self) -> lifecycle.LoadControl | None:
+        return lifecycle.LoadControl.of(self.spec.load)
 
     def _teardown_after(self, error: BaseException) -> None:
         try:

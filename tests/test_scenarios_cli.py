@@ -73,6 +73,20 @@ def test_validate_names_each_missing_part(
     assert "verify/oracle.md: missing, or without a `## Root cause (harness-internal)`" in out
 
 
+def test_validate_takes_a_scenario_id_as_the_other_verbs_do(
+    catalog: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`validate <id>` finds the folder under the use cases (as `stack up`, `guard` and
+    `qualify` do) and judges that folder; an id nobody has is refused by name."""
+    assert main(["scenarios", "validate", SOURCE]) == 0
+    assert str(catalog / SOURCE) in capsys.readouterr().out
+    (catalog / SOURCE / "solution" / "fix.patch").unlink()
+    assert main(["scenarios", "validate", SOURCE]) == 1
+    assert "solution/fix.patch: missing" in capsys.readouterr().out
+    assert main(["scenarios", "validate", "no-such-scenario"]) == 1
+    assert "no scenario 'no-such-scenario'" in capsys.readouterr().err
+
+
 def test_new_scaffolds_a_folder_validate_refuses_until_it_is_written(
     catalog: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

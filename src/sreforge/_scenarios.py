@@ -36,7 +36,9 @@ def add_scenarios_commands(verbs: argparse._SubParsersAction[argparse.ArgumentPa
     validate = scenario_verbs.add_parser(
         "validate", help="check manifests and that each folder has every part a run needs"
     )
-    validate.add_argument("path", nargs="?", help="a scenario folder (default: all)")
+    validate.add_argument(
+        "path", nargs="?", help="a scenario id or folder (default: every scenario)"
+    )
     validate.set_defaults(handler=lambda args: validate_scenarios(args.path))
     add_new_command(scenario_verbs)
 
@@ -83,9 +85,18 @@ def list_scenarios(*, as_json: bool = False) -> int:
 
 
 def validate_scenarios(path: str | None) -> int:
-    """Validate one scenario folder, or all of them: the manifest and env parse, and the
-    folder has every part (`layout_problems`); exit 1 when any is not."""
-    folders = [Path(path)] if path else list(discover_scenarios(default_use_cases()))
+    """Validate one scenario (by id or folder, as `stack up`, `guard` and `qualify` take
+    it), or all of them: the manifest and env parse, and the folder has every part
+    (`layout_problems`); exit 1 when any is not."""
+    from sreforge._stack_cli import resolve_scenario
+
+    try:
+        folders = (
+            [resolve_scenario(path)] if path else list(discover_scenarios(default_use_cases()))
+        )
+    except ValueError as error:
+        print(f"scenarios validate: {error}", file=sys.stderr)
+        return 1
     if not folders:
         print(f"no scenarios under {default_use_cases()}", file=sys.stderr)
         return 1

@@ -140,7 +140,9 @@ def test_the_warm_up_settles_past_request_windows_not_restart_counts(tmp_path: P
         "groups:\n  - name: g\n    rules:\n"
         "      - alert: Counted\n"
         '        expr: changes(up[10m]) > 1 or resets(x{a="b"}[20m]) > 0\n'
+        "        labels: {service: s}\n"
         "      - alert: Fed\n        expr: max_over_time(rate(y[2m])[4m:]) > 1\n"
+        "        labels: {service: s}\n"
     )
     counted = render_observability(templates, tmp_path / "counted", VALUES, 1.0)
     assert (counted.longest_window, counted.settle_window) == ("20m", "4m")
@@ -155,3 +157,31 @@ def test_unknown_placeholder_names_the_template(tmp_path: Path) -> None:
     missing = {k: v for k, v in VALUES.items() if k != "loadgen_target"}
     with pytest.raises(StackSpecError, match=r"prometheus\.yml.*loadgen_target"):
         render_observability(templates, tmp_path / "out", missing, 0.1)
+
+
+def test_an_alert_without_a_service_or_with_another_role_is_refused(tmp_path: Path) -> None:
+    """Rules lint (SPEC §6): an alerting rule names the service it pages for, and a role,
+    where set, is `ambient`; the error names the file and every such alert. A recording
+    rule pages nobody and needs neither."""
+    from sreforge_deployer import StackSpecError
+
+    templates = tmp_path / "templates"
+    shutil.copytree(TEMPLATES, templates)
+    (templates / "rules.yml").write_text(
+        "groups:\n  - name: g\n    rules:\n"
+        "      - record: job:up:sum\n        expr: sum(up)\n"
+        "      - alert: Unplaced\n        expr: vector(1)\n        labels: {severity: critical}\n"
+        "      - alert: Blank\n        expr: vector(1)\n        labels: {service: ' '}\n"
+        "      - alert: Odd\n        expr: vector(1)\n        labels: {service: s, role: page}\n"
+        "      - alert: Heartbeat\n        expr: vector(1)\n"
+        "        labels: {service: monitoring, role: ambient}\n"
+    )
+    with pytest.raises(StackSpecError) as refused:
+        render_observability(templates, tmp_path / "out", VALUES, 0.1)
+    message = str(refused.value)
+    assert message.startswith(f"{templates / 'rules.yml'}: ")
+    assert "'Unplaced' has no `service` label" in message
+    assert "'Blank' has no `service` label" in message
+    assert "'Odd': role 'page', expected 'ambient'" in message
+    assert "Heartbeat" not in message
+    assert "job:up:sum" not in message

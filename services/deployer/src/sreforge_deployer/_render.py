@@ -27,6 +27,7 @@ __all__ = [
     "MIN_SAMPLES_PER_WINDOW",
     "RenderedObservability",
     "render_observability",
+    "rule_problems",
 ]
 
 MIN_SAMPLES_PER_WINDOW = 6
@@ -77,6 +78,9 @@ def render_observability(
     rules_path = out_dir / "rules.yml"
     values = {**values, "rules_path": str(rules_path)}
     rules = _scale_rules(_load(template_dir / "rules.yml", values), time_scale)
+    problems = rule_problems(rules)
+    if problems:
+        raise StackSpecError("; ".join(problems), source=template_dir / "rules.yml")
     windows = [w for group in rules.get("groups", []) for w in _rule_windows(group)]
     request_windows = [
         w for group in rules.get("groups", []) for w in _rule_windows(group, requests_only=True)
@@ -100,6 +104,24 @@ def render_observability(
         longest_window=format_duration(max(windows)) if windows else None,
         settle_window=format_duration(max(request_windows)) if request_windows else None,
     )
+
+
+def rule_problems(rules: Mapping[str, Any]) -> list[str]:
+    """What the alerting contract refuses in a rules document (SPEC §6): every alerting
+    rule names the `service` it pages for (the oracle scopes `no_new_alerts` by it, and an
+    alert without one could never count against a fix), and `role`, where set, is
+    `ambient` (the one role the oracle knows: ignored)."""
+    problems = []
+    for group in rules.get("groups") or []:
+        for rule in (group or {}).get("rules") or []:
+            if not isinstance(rule, dict) or "alert" not in rule:
+                continue  # a recording rule pages nobody
+            name, labels = rule["alert"], rule.get("labels") or {}
+            if not isinstance(labels, dict) or not str(labels.get("service") or "").strip():
+                problems.append(f"alert {name!r} has no `service` label")
+            elif labels.get("role", "ambient") != "ambient":
+                problems.append(f"alert {name!r}: role {labels['role']!r}, expected 'ambient'")
+    return problems
 
 
 def _load(path: Path, values: Mapping[str, str]) -> dict[str, Any]:

@@ -87,6 +87,32 @@ def test_validate_takes_a_scenario_id_as_the_other_verbs_do(
     assert "no scenario 'no-such-scenario'" in capsys.readouterr().err
 
 
+def test_validate_lints_the_stack_rules_an_incident_pages_on(
+    catalog: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate runs the rules lint before any run: an alert of the stack without its
+    `service` label, and a scenario whose paging alert the stack does not have, are named
+    with the rules file; the patch scenario, paged by nothing, is not held to them."""
+    rules = catalog.parent / "stacks" / "bookshelf-flask" / "observability" / "rules.yml"
+    text = rules.read_text()
+    rules.write_text(
+        text.replace("          service: bookmeta\n", "", 1).replace(
+            "alert: BookshelfApiLatencyP99High", "alert: BookshelfApiP99High"
+        )
+    )
+    assert main(["scenarios", "validate", SOURCE]) == 1
+    out = capsys.readouterr().out
+    assert f"{rules}: alert 'BookmetaErrorsElevated' has no `service` label" in out
+    assert f"{rules}: no alert 'BookshelfApiLatencyP99High'" in out
+    assert main(["scenarios", "validate", "bad-deploy-5xx"]) == 1  # pages on the 5xx rule
+    out = capsys.readouterr().out
+    assert "BookmetaErrorsElevated" in out
+    assert "no alert" not in out
+    assert main(["scenarios", "validate", "patch-stale-sort-keys"]) == 0
+    rules.write_text(text)
+    assert main(["scenarios", "validate"]) == 0
+
+
 def test_new_scaffolds_a_folder_validate_refuses_until_it_is_written(
     catalog: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -86,8 +86,11 @@ def list_scenarios(*, as_json: bool = False) -> int:
 
 def validate_scenarios(path: str | None) -> int:
     """Validate one scenario (by id or folder, as `stack up`, `guard` and `qualify` take
-    it), or all of them: the manifest and env parse, and the folder has every part
-    (`layout_problems`); exit 1 when any is not."""
+    it), or all of them: the manifest and env parse, the folder has every part
+    (`layout_problems`) and, for an incident, its stack's alert rules pass the rules lint
+    with its paging alert among them (`stack_rule_problems`); exit 1 when any is not."""
+    from sreforge_deployer import stack_rule_problems
+
     from sreforge._stack_cli import resolve_scenario
 
     try:
@@ -103,9 +106,14 @@ def validate_scenarios(path: str | None) -> int:
     failed = 0
     for folder in folders:
         try:
-            problems = layout_problems(load_scenario(folder))
+            scenario = load_scenario(folder)
+            problems = layout_problems(scenario)
         except ContractError as error:
             problems = [str(error)]
+        else:
+            expected = scenario.manifest.expected
+            if scenario.manifest.profile == "incident" and expected is not None:
+                problems += stack_rule_problems(folder, expected.alert)
         if problems:
             failed += 1
             print(f"INVALID {folder}:")

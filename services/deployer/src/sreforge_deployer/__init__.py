@@ -27,7 +27,7 @@ from sreforge_deployer._errors import (
 from sreforge_deployer._history import Author
 from sreforge_deployer._patch import PatchTopology
 from sreforge_deployer._ports import PortAllocator, PortLease
-from sreforge_deployer._render import render_observability
+from sreforge_deployer._render import render_observability, stack_rule_problems
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._topology import (
     ArmFacts,
@@ -70,4 +70,5 @@ __all__ = [
     "WorkspaceError",
     "deployer_service",
     "render_observability",
+    "stack_rule_problems",
 ]

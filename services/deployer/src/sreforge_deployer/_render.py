@@ -22,12 +22,14 @@ import yaml
 from sreforge_prom import DURATION_PATTERN, duration_ms, format_duration, scale_duration
 
 from sreforge_deployer._errors import StackSpecError
+from sreforge_deployer._spec import load_scenario_setup, load_stack_spec
 
 __all__ = [
     "MIN_SAMPLES_PER_WINDOW",
     "RenderedObservability",
     "render_observability",
     "rule_problems",
+    "stack_rule_problems",
 ]
 
 MIN_SAMPLES_PER_WINDOW = 6
@@ -121,6 +123,34 @@ def rule_problems(rules: Mapping[str, Any]) -> list[str]:
                 problems.append(f"alert {name!r} has no `service` label")
             elif labels.get("role", "ambient") != "ambient":
                 problems.append(f"alert {name!r}: role {labels['role']!r}, expected 'ambient'")
+    return problems
+
+
+def stack_rule_problems(scenario_dir: Path, paging_alert: str | None = None) -> list[str]:
+    """The rules lint on the `rules.yml` template of a scenario's stack, before any run
+    (`sreforge scenarios validate`): `rule_problems`, and `paging_alert` (the scenario's
+    `[expected].alert`) must be one of its alerts, else no run of it could ever page.
+    Each problem names the file."""
+    try:
+        spec = load_stack_spec(load_scenario_setup(scenario_dir).stack_dir)
+    except StackSpecError as error:
+        return [str(error)]
+    path = spec.root / spec.observability / "rules.yml"
+    try:
+        rules = yaml.safe_load(string.Template(path.read_text()).safe_substitute()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        return [f"{path}: cannot read: {error}"]
+    if not isinstance(rules, dict):
+        return [f"{path}: expected a YAML mapping at the top"]
+    problems = [f"{path}: {problem}" for problem in rule_problems(rules)]
+    alerts = {
+        rule.get("alert")
+        for group in rules.get("groups") or []
+        for rule in (group or {}).get("rules") or []
+        if isinstance(rule, dict)
+    }
+    if paging_alert is not None and paging_alert not in alerts:
+        problems.append(f"{path}: no alert {paging_alert!r} (the scenario's [expected].alert)")
     return problems
 
 

@@ -29,7 +29,8 @@ def finished(
     assert len(lines) == 1, f"{name}: expected one JSON outcome, got {run.stdout!r}\n{run.progress}"
     outcome = json.loads(lines[0])
     records = sorted(run.records_dir.glob("*/record.json"))
-    assert len(records) == 1, f"{name}: expected one record, found {records}\n{run.progress}"
+    said = f"{name}: expected one record, found {records}; the CLI said {outcome.get('reason')}"
+    assert len(records) == 1, f"{said}\n{run.progress}"
     assert outcome["record"] == str(records[0]), f"{name}: CLI names {outcome['record']}"
     record = json.loads(records[0].read_text())
     for found in record["score"]["signals"]:

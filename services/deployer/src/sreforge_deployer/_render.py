@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,16 +114,21 @@ def rule_problems(rules: Mapping[str, Any]) -> list[str]:
     alert without one could never count against a fix), and `role`, where set, is
     `ambient` (the one role the oracle knows: ignored)."""
     problems = []
+    for rule in _alerting_rules(rules):
+        name, labels = rule["alert"], rule.get("labels") or {}
+        if not isinstance(labels, dict) or not str(labels.get("service") or "").strip():
+            problems.append(f"alert {name!r} has no `service` label")
+        elif labels.get("role", "ambient") != "ambient":
+            problems.append(f"alert {name!r}: role {labels['role']!r}, expected 'ambient'")
+    return problems
+
+
+def _alerting_rules(rules: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every alerting rule of a rules document (a recording rule pages nobody)."""
     for group in rules.get("groups") or []:
         for rule in (group or {}).get("rules") or []:
-            if not isinstance(rule, dict) or "alert" not in rule:
-                continue  # a recording rule pages nobody
-            name, labels = rule["alert"], rule.get("labels") or {}
-            if not isinstance(labels, dict) or not str(labels.get("service") or "").strip():
-                problems.append(f"alert {name!r} has no `service` label")
-            elif labels.get("role", "ambient") != "ambient":
-                problems.append(f"alert {name!r}: role {labels['role']!r}, expected 'ambient'")
-    return problems
+            if isinstance(rule, dict) and "alert" in rule:
+                yield rule
 
 
 def stack_rule_problems(scenario_dir: Path, paging_alert: str | None = None) -> list[str]:
@@ -143,12 +148,7 @@ def stack_rule_problems(scenario_dir: Path, paging_alert: str | None = None) -> 
     if not isinstance(rules, dict):
         return [f"{path}: expected a YAML mapping at the top"]
     problems = [f"{path}: {problem}" for problem in rule_problems(rules)]
-    alerts = {
-        rule.get("alert")
-        for group in rules.get("groups") or []
-        for rule in (group or {}).get("rules") or []
-        if isinstance(rule, dict)
-    }
+    alerts = {rule["alert"] for rule in _alerting_rules(rules)}
     if paging_alert is not None and paging_alert not in alerts:
         problems.append(f"{path}: no alert {paging_alert!r} (the scenario's [expected].alert)")
     return problems

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-from sreforge_deployer import DeployerSettings
+from sreforge_deployer import DeployerSettings, Workspace
+from sreforge_deployer._spec import DeliveryMode, ScenarioSetup
 from sreforge_deployer.local import LocalStack
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -21,11 +22,52 @@ TINY_SCENARIOS = FIXTURES / "tiny" / "scenarios"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BOOKSHELF = REPO_ROOT / "use-cases" / "bookshelf"
 STAMPEDE = BOOKSHELF / "scenarios" / "latency-cache-stampede"
+BOOKSHELF_APP = BOOKSHELF / "stacks" / "bookshelf-flask" / "app"
 PRIMARY_ALERT = "BookshelfApiLatencyP99High"
 BOOKSHELF_SCALE = 0.1
 T = TypeVar("T")
 # The fixture repos' own tests run only inside the CI gate's checkouts.
 collect_ignore_glob = ["fixtures/*"]
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two `git format-patch` mboxes on the bookshelf app: an old feature, then an innocent
+    recent change."""
+    scratch = tmp_path_factory.mktemp("series")
+    workspace = Workspace.build(BOOKSHELF_APP, scratch / "repo")
+    author = {
+        "GIT_AUTHOR_NAME": "Priya Raman",
+        "GIT_AUTHOR_EMAIL": "priya.raman@shelfwise.io",
+        "GIT_COMMITTER_NAME": "Priya Raman",
+        "GIT_COMMITTER_EMAIL": "priya.raman@shelfwise.io",
+    }
+    for name, line, message in [
+        ("config.py", "MAX_INFLIGHT = 0", "Add an in-flight limit setting"),
+        ("validation.py", "MIN_QUERY_LENGTH = 1", "Name the minimum query length"),
+    ]:
+        target = workspace.path / "bookshelf" / name
+        target.write_text(target.read_text() + f"\n{line}\n")
+        workspace.git("commit", "-qam", message, env=author)
+    out = scratch / "out"
+    workspace.git("format-patch", "-q", "-2", "-o", str(out))
+    return sorted(out.glob("*.patch"))
+
+
+def scenario_setup(mode: DeliveryMode, patches: list[Path], tmp_path: Path) -> ScenarioSetup:
+    """A scenario's setup delivering `patches` by `mode` (arm-runtime-notrace: with an
+    in-flight limit override), for delivery tests without a scenario folder."""
+    runtime = {"BOOKSHELF_MAX_INFLIGHT": "0"} if mode == "arm-runtime-notrace" else {}
+    return ScenarioSetup(
+        scenario_id="s",
+        directory=tmp_path,
+        stack_dir=tmp_path,
+        delivery_mode=mode,
+        runtime_env=runtime,
+        load_profile="search-storm",
+        load_rate="20",
+        inject_patches=patches,
+    )
 
 
 def poll(

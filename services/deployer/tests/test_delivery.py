@@ -5,52 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from sreforge_deployer import Workspace
 from sreforge_deployer._delivery import baked_patches, deliver_at_arm
 from sreforge_deployer._history import SETUP_BAKED_TAIL
-from sreforge_deployer._spec import DeliveryMode, ScenarioSetup
 
-from .conftest import BOOKSHELF
-
-APP = BOOKSHELF / "stacks" / "bookshelf-flask" / "app"
-_ENV = {
-    "GIT_AUTHOR_NAME": "Priya Raman",
-    "GIT_AUTHOR_EMAIL": "priya.raman@shelfwise.io",
-    "GIT_COMMITTER_NAME": "Priya Raman",
-    "GIT_COMMITTER_EMAIL": "priya.raman@shelfwise.io",
-}
-
-
-@pytest.fixture(scope="module")
-def series(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Two `git format-patch` mboxes: an old feature, then an innocent recent change."""
-    scratch = tmp_path_factory.mktemp("series")
-    workspace = Workspace.build(APP, scratch / "repo")
-    for name, line, message in [
-        ("config.py", "MAX_INFLIGHT = 0", "Add an in-flight limit setting"),
-        ("validation.py", "MIN_QUERY_LENGTH = 1", "Name the minimum query length"),
-    ]:
-        target = workspace.path / "bookshelf" / name
-        target.write_text(target.read_text() + f"\n{line}\n")
-        workspace.git("commit", "-qam", message, env=_ENV)
-    out = scratch / "out"
-    workspace.git("format-patch", "-q", "-2", "-o", str(out))
-    return sorted(out.glob("*.patch"))
-
-
-def _setup(mode: DeliveryMode, patches: list[Path], tmp_path: Path) -> ScenarioSetup:
-    runtime = {"BOOKSHELF_MAX_INFLIGHT": "0"} if mode == "arm-runtime-notrace" else {}
-    return ScenarioSetup(
-        scenario_id="s",
-        directory=tmp_path,
-        stack_dir=tmp_path,
-        delivery_mode=mode,
-        runtime_env=runtime,
-        load_profile="search-storm",
-        load_rate="20",
-        inject_patches=patches,
-    )
+from .conftest import BOOKSHELF_APP as APP
+from .conftest import scenario_setup
 
 
 def _subjects(workspace: Workspace) -> list[str]:
@@ -59,7 +19,7 @@ def _subjects(workspace: Workspace) -> list[str]:
 
 def test_runtime_notrace_bakes_all_but_the_last_patch(series: list[Path], tmp_path: Path) -> None:
     """arm-runtime-notrace: the feature is old history; the innocent deploy is not baked."""
-    setup = _setup("arm-runtime-notrace", series, tmp_path)
+    setup = scenario_setup("arm-runtime-notrace", series, tmp_path)
     assert baked_patches(setup) == series[:1]
     workspace = Workspace.build(APP, tmp_path / "ws", baked_patches=baked_patches(setup))
     subjects = _subjects(workspace)
@@ -71,7 +31,7 @@ def test_runtime_notrace_arms_the_innocent_deploy_now_and_the_override(
     series: list[Path], tmp_path: Path
 ) -> None:
     """At arm: the last patch becomes the latest commit, dated now; the env carries the fault."""
-    setup = _setup("arm-runtime-notrace", series, tmp_path)
+    setup = scenario_setup("arm-runtime-notrace", series, tmp_path)
     workspace = Workspace.build(APP, tmp_path / "ws", baked_patches=baked_patches(setup))
     built = workspace.head()
     delivery = deliver_at_arm(setup, workspace, built=built)
@@ -89,7 +49,7 @@ def test_runtime_notrace_arms_the_innocent_deploy_now_and_the_override(
 
 def test_runtime_notrace_without_patches_changes_only_the_env(tmp_path: Path) -> None:
     """No inject patch: nothing baked, nothing committed, the override and a restart."""
-    setup = _setup("arm-runtime-notrace", [], tmp_path)
+    setup = scenario_setup("arm-runtime-notrace", [], tmp_path)
     workspace = Workspace.build(APP, tmp_path / "ws")
     head = workspace.head()
     delivery = deliver_at_arm(setup, workspace, built=head)
@@ -100,9 +60,9 @@ def test_runtime_notrace_without_patches_changes_only_the_env(tmp_path: Path) ->
 
 def test_other_modes_keep_their_split(series: list[Path], tmp_path: Path) -> None:
     """setup-baked bakes every patch; the recent modes bake none and carry no env."""
-    assert baked_patches(_setup("setup-baked", series, tmp_path)) == series
+    assert baked_patches(scenario_setup("setup-baked", series, tmp_path)) == series
     for mode in ("arm-deploy-recent", "multi-commit"):
-        setup = _setup(mode, series, tmp_path)
+        setup = scenario_setup(mode, series, tmp_path)
         assert baked_patches(setup) == []
         workspace = Workspace.build(APP, tmp_path / mode)
         delivery = deliver_at_arm(setup, workspace)

@@ -8,21 +8,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
 from sreforge_deployer import Workspace
 from sreforge_deployer._lifecycle import LoadControl, arm, redeploy, start_load
-from sreforge_deployer._spec import ComponentSpec, DeliveryMode, ScenarioSetup
+from sreforge_deployer._spec import ComponentSpec
 
-from .conftest import BOOKSHELF
+from .conftest import BOOKSHELF_APP as APP
+from .conftest import scenario_setup
 
-APP = BOOKSHELF / "stacks" / "bookshelf-flask" / "app"
 LOAD = LoadControl(pause="/pause", resume="/resume", warmup="/warmup")
-_ENV = {
-    "GIT_AUTHOR_NAME": "Priya Raman",
-    "GIT_AUTHOR_EMAIL": "priya.raman@shelfwise.io",
-    "GIT_COMMITTER_NAME": "Priya Raman",
-    "GIT_COMMITTER_EMAIL": "priya.raman@shelfwise.io",
-}
 
 
 class Recorded:
@@ -50,35 +43,8 @@ class Recorded:
         self.calls.append(("restart_service", dict(runtime_env)))
 
 
-@pytest.fixture(scope="module")
-def fault_patch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One `git format-patch` mbox: the fault as a deploy."""
-    scratch = tmp_path_factory.mktemp("fault")
-    workspace = Workspace.build(APP, scratch / "repo")
-    target = workspace.path / "bookshelf" / "config.py"
-    target.write_text(target.read_text() + "\nMAX_INFLIGHT = 0\n")
-    workspace.git("commit", "-qam", "Add an in-flight limit setting", env=_ENV)
-    out = scratch / "out"
-    workspace.git("format-patch", "-q", "-1", "-o", str(out))
-    return next(out.glob("*.patch"))
-
-
-def _setup(mode: DeliveryMode, patch: Path, tmp_path: Path) -> ScenarioSetup:
-    runtime = {"BOOKSHELF_MAX_INFLIGHT": "0"} if mode == "arm-runtime-notrace" else {}
-    return ScenarioSetup(
-        scenario_id="s",
-        directory=tmp_path,
-        stack_dir=tmp_path,
-        delivery_mode=mode,
-        runtime_env=runtime,
-        load_profile="search-storm",
-        load_rate="20",
-        inject_patches=[patch],
-    )
-
-
 def test_arming_pauses_delivers_restarts_then_warms_settles_and_resumes(
-    fault_patch: Path, tmp_path: Path
+    series: list[Path], tmp_path: Path
 ) -> None:
     """A recent deploy: the load pauses before the commit lands, the service restarts on
     it, and the load resumes only after the warm-up settled; `armed_at` is the resume."""
@@ -86,7 +52,9 @@ def test_arming_pauses_delivers_restarts_then_warms_settles_and_resumes(
     built = workspace.head()
     effects = Recorded()
     before = datetime.now(UTC)
-    armed = arm(effects, _setup("arm-deploy-recent", fault_patch, tmp_path), workspace, LOAD)
+    armed = arm(
+        effects, scenario_setup("arm-deploy-recent", series[-1:], tmp_path), workspace, LOAD
+    )
     assert [name for name, _ in effects.calls] == [
         "post_load",
         "restart_service",
@@ -105,21 +73,24 @@ def test_arming_pauses_delivers_restarts_then_warms_settles_and_resumes(
     assert armed.armed_at >= before
 
 
-def test_a_runtime_override_reaches_the_restart(fault_patch: Path, tmp_path: Path) -> None:
+def test_a_runtime_override_reaches_the_restart(series: list[Path], tmp_path: Path) -> None:
     """arm-runtime-notrace: the restart gets the override, and arming reports it for
     every later restart."""
     workspace = Workspace.build(APP, tmp_path / "ws")
     effects = Recorded()
-    armed = arm(effects, _setup("arm-runtime-notrace", fault_patch, tmp_path), workspace, LOAD)
+    armed = arm(
+        effects, scenario_setup("arm-runtime-notrace", series[-1:], tmp_path), workspace, LOAD
+    )
     assert ("restart_service", {"BOOKSHELF_MAX_INFLIGHT": "0"}) in effects.calls
     assert armed.runtime_env == {"BOOKSHELF_MAX_INFLIGHT": "0"}
 
 
-def test_a_baked_fault_arms_without_a_restart(fault_patch: Path, tmp_path: Path) -> None:
+def test_a_baked_fault_arms_without_a_restart(series: list[Path], tmp_path: Path) -> None:
     """setup-baked: the build already runs the fault; arming only starts the load."""
     workspace = Workspace.build(APP, tmp_path / "ws")
     effects = Recorded()
-    armed = arm(effects, _setup("setup-baked", fault_patch, tmp_path), workspace, LOAD)
+    setup = scenario_setup("setup-baked", series[-1:], tmp_path)
+    armed = arm(effects, setup, workspace, LOAD)
     assert "restart_service" not in [name for name, _ in effects.calls]
     assert armed.fault_commit is None
 

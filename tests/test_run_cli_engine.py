@@ -27,9 +27,9 @@ from sreforge_contracts import (
 from sreforge_correlator import CorrelatorService, CorrelatorSettings
 from sreforge_recorder import RecorderSettings, recorder_service
 
-from sreforge import _run_cli as run_cli
+from sreforge import _run_follow as run_follow
 from sreforge._engine import RunningEngine
-from sreforge._run_cli import _Follower
+from sreforge._run_follow import Follower
 from sreforge._run_view import EXIT_ERROR, Progress
 
 pytestmark = pytest.mark.integration
@@ -152,7 +152,7 @@ async def test_a_run_on_a_running_engine_shows_its_phases_and_exits_3_when_abort
 
 async def test_a_run_with_no_verdict_gives_up_at_its_deadline(bus: Bus) -> None:
     """Nothing answers for the run: an error outcome (exit 4) naming the last phase, no hang."""
-    follower = _Follower(RunningEngine(bus), "silent-run-1", Progress(io.StringIO()), 0.3)
+    follower = Follower(RunningEngine(bus), "silent-run-1", Progress(io.StringIO()), 0.3)
     outcome = await asyncio.wait_for(follower.run(), 10)
     assert outcome.exit_code == EXIT_ERROR
     assert outcome.reason is not None
@@ -166,7 +166,7 @@ async def test_a_crashed_embedded_service_ends_the_run_as_an_error(bus: Bus) -> 
         raise RuntimeError("boom")
 
     engine = RunningEngine(bus, tasks={"oracle": asyncio.create_task(crash())})
-    follower = _Follower(engine, "crashed-run-1", Progress(io.StringIO()), 60)
+    follower = Follower(engine, "crashed-run-1", Progress(io.StringIO()), 60)
     outcome = await asyncio.wait_for(follower.run(), 10)
     assert outcome.exit_code == EXIT_ERROR
     assert outcome.reason == "service oracle stopped: RuntimeError('boom')"
@@ -178,9 +178,9 @@ async def test_a_record_that_comes_long_after_the_verdict_is_still_reported(
 ) -> None:
     """A recorder that restarts writes the record well past the grace period after the
     verdict: the CLI keeps following the run until its deadline and reports the record."""
-    monkeypatch.setattr(run_cli, "RECORD_GRACE_S", 0.2)
+    monkeypatch.setattr(run_follow, "RECORD_GRACE_S", 0.2)
     run_id = "late-record-1"
-    follower = _Follower(RunningEngine(bus), run_id, Progress(io.StringIO()), 20)
+    follower = Follower(RunningEngine(bus), run_id, Progress(io.StringIO()), 20)
     following = asyncio.create_task(follower.run())
     failed = RunFailed(
         run_id=run_id, producer="correlator", stage="confirm-fire", reason="no alert",
@@ -221,7 +221,7 @@ async def test_a_follow_cut_short_is_taken_up_again_without_repeating_events(
             if calls == 1:
                 raise TimeoutError  # what nats-py raised when a consumer's creation timed out
 
-    monkeypatch.setattr(run_cli, "follow", flaky_follow)
+    monkeypatch.setattr(run_follow, "follow", flaky_follow)
     for event in (
         RunFailed(run_id=run_id, producer="correlator", stage="confirm-fire",
                   reason="no alert", verdict="aborted"),
@@ -231,7 +231,7 @@ async def test_a_follow_cut_short_is_taken_up_again_without_repeating_events(
     ):  # fmt: skip
         await bus.publish(event)
     taken: list[str] = []
-    follower = _Follower(RunningEngine(bus), run_id, Progress(io.StringIO()), 20)
+    follower = Follower(RunningEngine(bus), run_id, Progress(io.StringIO()), 20)
     real_take = follower._take
     monkeypatch.setattr(follower, "_take", lambda s, d: (taken.append(s), real_take(s, d)))
     outcome = await asyncio.wait_for(follower.run(), 20)

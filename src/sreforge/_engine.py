@@ -25,6 +25,7 @@ from sreforge_bus import (
     BusError,
     Credential,
     CredentialError,
+    HarnessSecrets,
     HostLease,
     Service,
     bootstrap,
@@ -35,6 +36,7 @@ from sreforge_bus import (
     redact_url,
 )
 from sreforge_bus.embedded import NatsServer, start_nats_server
+from sreforge_contracts import RunFailed
 
 from sreforge._errors import EngineNotRunning
 from sreforge._logging import configure_logging
@@ -179,6 +181,32 @@ class RunningEngine:
 
     bus: Bus
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    buses: dict[str, Bus] = field(default_factory=dict)
+    """Each service's own connection, by service name (empty: the engine runs elsewhere)."""
+    records_dir: Path | None = None
+    """Where this process's recorder writes `<run_id>/record.json` (None: no recorder here)."""
+
+    async def end_run(self, run_id: str, stage: str, reason: str, verdict: str) -> bool:
+        """End a run of this engine through the normal path: a RunFailed published with the
+        correlator's own credential (the run's state moves to failed, the recorder writes
+        its record, the deployer cleans up after it). False when no correlator runs in this
+        process: the engine elsewhere finishes the run."""
+        correlator = self.buses.get("correlator")
+        if correlator is None or verdict not in ("aborted", "error"):
+            return False
+        failed = RunFailed(
+            run_id=run_id,
+            producer="engine",
+            stage=stage,
+            reason=reason,
+            verdict="aborted" if verdict == "aborted" else "error",
+        )
+        try:
+            await correlator.publish(failed)
+        except BusError as error:
+            log.error("engine.end_run_failed", run_id=run_id, error=repr(error))
+            return False
+        return True
 
     def crashed(self) -> str | None:
         """`service <name> stopped: <error>` for the first service that stopped on its own."""
@@ -218,6 +246,8 @@ async def running_engine(
         if url is None and not embedded:
             raise EngineNotRunning("`sreforge serve` needs SREFORGE_NATS_URL")
         credentials = await asyncio.to_thread(bus_credentials, settings, worker)
+        await asyncio.to_thread(_reap_orphaned_stacks)
+        secrets = HarnessSecrets.of_home(settings.home, settings.bus_dir)
         if url is None:
             server = stack.enter_context(
                 # A SIGKILLed engine (a run killed at a deadline) must not leave its bus.
@@ -241,13 +271,14 @@ async def running_engine(
             await bootstrap(setup, consumers, replicas=settings.nats_replicas)
         finally:
             await setup.close()
-        bus = await _connect_as(url, credentials, OPERATOR_USER, client="engine")
+        bus = await _connect_as(url, credentials, OPERATOR_USER, client="engine", secrets=secrets)
         stack.push_async_callback(bus.close)
         stop = asyncio.Event()
         engine = RunningEngine(bus)
         for service in services:
-            own = await _connect_as(url, credentials, service.name)
+            own = await _connect_as(url, credentials, service.name, secrets=secrets)
             stack.push_async_callback(own.close)
+            engine.buses[service.name] = own
             engine.tasks[service.name] = asyncio.create_task(service.run(own, stop))
         try:
             yield engine
@@ -256,11 +287,27 @@ async def running_engine(
             await asyncio.gather(*engine.tasks.values(), return_exceptions=True)
 
 
+def _reap_orphaned_stacks() -> None:
+    """Tear down the stacks under this engine's runs root whose owner died with its warden
+    (`reap_orphans`), saying so: no other engine would."""
+    from sreforge_deployer import DeployerSettings
+    from sreforge_deployer.local import reap_orphans
+
+    for reaped in reap_orphans(DeployerSettings().runs_root):
+        log.warning("engine.reaped_stack", run_id=reaped.record.run_id, detail=str(reaped))
+
+
 async def _connect_as(
-    url: str, credentials: BusCredentials, user: str, *, client: str | None = None
+    url: str,
+    credentials: BusCredentials,
+    user: str,
+    *,
+    client: str | None = None,
+    secrets: HarnessSecrets | None = None,
 ) -> Bus:
     credential = credentials.credential(user)
-    return await connect(url, name=f"sreforge-{client or user}", credential=credential)
+    name = f"sreforge-{client or user}"
+    return await connect(url, name=name, credential=credential, secrets=secrets)
 
 
 async def _serve_until_signalled(

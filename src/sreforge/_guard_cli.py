@@ -45,7 +45,7 @@ from sreforge_deployer import DeployerError, DeployerSettings, PatchTopology
 from sreforge_deployer.local import LocalStack
 from sreforge_runner import HostSandbox, RunnerSettings, SandboxError, probe_sandbox
 
-from sreforge._stack_cli import resolve_scenario
+from sreforge._stack_cli import cli_owned_settings, resolve_scenario, sigterm_interrupts
 
 __all__ = ["add_guard_command", "handle_guard"]
 
@@ -68,7 +68,13 @@ def handle_guard(args: argparse.Namespace) -> int:
     """Up, arm, build the page and the sandbox, scan, print the hits, tear down.
 
     A patch scenario has no stack: its workspace at `base_commit` and its task page are
-    what the agent reads (and the sandbox around them)."""
+    what the agent reads (and the sandbox around them). SIGTERM stops it as Ctrl-C does,
+    the stack torn down on the way out."""
+    with sigterm_interrupts():
+        return _guard(args)
+
+
+def _guard(args: argparse.Namespace) -> int:
     try:
         scenario = load_scenario(resolve_scenario(args.scenario))
         stack: LocalStack | PatchTopology
@@ -78,7 +84,12 @@ def handle_guard(args: argparse.Namespace) -> int:
         elif scenario.manifest.expected is None:
             raise ValueError(f"scenario {scenario.id}: no [expected] alert to brief")
         else:
-            stack = LocalStack(scenario.path, time_scale=args.time_scale, webhook_url=_WEBHOOK_BASE)
+            stack = LocalStack(
+                scenario.path,
+                time_scale=args.time_scale,
+                webhook_url=_WEBHOOK_BASE,
+                settings=cli_owned_settings(),
+            )
     except (ValueError, ContractError, DeployerError) as error:
         print(f"sreforge guard: {error}", file=sys.stderr)
         return 2

@@ -13,28 +13,18 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import sys
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import nats.errors
-from sreforge_bus import BusError, connect, follow, misplaced
+from sreforge_bus import BusError, HarnessSecrets, connect
 from sreforge_contracts import (
     RUN_START_SUBJECT,
-    CleanedUp,
-    ContractError,
     Determinism,
-    Event,
-    Recorded,
-    RunFailed,
-    RunRejected,
     RunStart,
     RunStartReply,
-    Scored,
-    Submitted,
     TopologyName,
-    parse_event,
 )
 
 from sreforge._engine import (
@@ -46,18 +36,15 @@ from sreforge._engine import (
     wire_defaults,
 )
 from sreforge._logging import configure_logging
+from sreforge._run_follow import Follower, Interrupt
 from sreforge._run_view import (
-    CLEANUP_GRACE_S,
     EXIT_CODES_HELP,
     EXIT_ERROR,
-    RECORD_GRACE_S,
     REJECTION_GRACE_S,
     Outcome,
     Progress,
-    describe,
     format_outcome,
     format_summary,
-    is_proof_run,
     outcome_json,
     run_deadline,
 )
@@ -66,6 +53,8 @@ from sreforge._settings import EngineSettings
 __all__ = ["Trial", "add_run_command", "engine_session", "run_command"]
 
 _REPLY_TIMEOUT_S = 15.0
+EXIT_INTERRUPTED = 130
+"""`sreforge run` was stopped by SIGINT or SIGTERM (the run ended aborted, with its record)."""
 
 
 def add_run_command(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -109,32 +98,47 @@ def _positive(text: str) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run the trials and return the exit code (the worst trial's)."""
+    """Run the trials and return the exit code (the worst trial's; 130 when interrupted)."""
     settings = EngineSettings()
     configure_logging(settings.log_format, "WARNING")
     trial = Trial(args.scenario, args.agent, args.time_scale, Progress(sys.stderr), args.topology)
+    interrupt = Interrupt()
     try:
-        outcomes = asyncio.run(_trials(settings, trial, args.trials, as_json=args.json))
+        outcomes = asyncio.run(
+            _trials(settings, trial, args.trials, as_json=args.json, interrupt=interrupt)
+        )
     except BusError as error:
         print(f"sreforge run: {error}", file=sys.stderr)
         return EXIT_ERROR
+    except asyncio.CancelledError:  # a second SIGINT/SIGTERM: left without the record
+        print("sreforge run: stopped again: left without waiting for the record", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if args.trials > 1:
         summary = format_summary(outcomes)
         print(json.dumps({"summary": summary}) if args.json else f"\n{summary}", flush=True)
-    return max(outcome.exit_code for outcome in outcomes)
+    if interrupt.asked.is_set():
+        return EXIT_INTERRUPTED
+    return max((outcome.exit_code for outcome in outcomes), default=EXIT_INTERRUPTED)
 
 
 async def _trials(
-    settings: EngineSettings, trial: Trial, count: int, *, as_json: bool
+    settings: EngineSettings, trial: Trial, count: int, *, as_json: bool, interrupt: Interrupt
 ) -> list[Outcome]:
     outcomes: list[Outcome] = []
     async with engine_session(settings, client="sreforge-run") as engine:
-        for number in range(1, count + 1):
-            if count > 1:
-                print(f"trial {number}/{count}", file=sys.stderr, flush=True)
-            outcome = await trial.run(engine)
-            outcomes.append(outcome)
-            print(outcome_json(outcome) if as_json else format_outcome(outcome), flush=True)
+        # On the embedded engine a signal must not take the engine from under the run: it
+        # ends the run (aborted, recorded, torn down) first. An engine elsewhere finishes
+        # its runs whatever happens to this process, so there the signals stay as they are.
+        handling = interrupt.installed() if engine.tasks else contextlib.nullcontext()
+        with handling:
+            for number in range(1, count + 1):
+                if interrupt.asked.is_set():
+                    break
+                if count > 1:
+                    print(f"trial {number}/{count}", file=sys.stderr, flush=True)
+                outcome = await trial.run(engine, interrupt)
+                outcomes.append(outcome)
+                print(outcome_json(outcome) if as_json else format_outcome(outcome), flush=True)
     return outcomes
 
 
@@ -146,17 +150,26 @@ async def engine_session(settings: EngineSettings, *, client: str) -> AsyncItera
     url = settings.nats_url or advertised_url(settings)
     if url is not None:
         credential = operator_credential(settings)
-        bus = await connect(url, name=client, credential=credential, connect_timeout=5.0)
+        secrets = HarnessSecrets.of_home(settings.home, settings.bus_dir)
+        bus = await connect(
+            url, name=client, credential=credential, secrets=secrets, connect_timeout=5.0
+        )
         try:
             yield RunningEngine(bus)  # no tasks: the engine runs elsewhere
         finally:
             await bus.close()
         return
+    from sreforge_recorder import RecorderSettings
+
     from sreforge.cli import SERVICE_NAMES
 
     print("no engine running: starting the embedded engine", file=sys.stderr, flush=True)
     wire_defaults(settings)
+    # Nothing adopts this engine's stacks once it is gone (its bus store is temporary):
+    # they die with it, however it ends (the deployer's warden).
+    os.environ.setdefault("SREFORGE_DEPLOYER_STACKS_DIE_WITH_OWNER", "true")
     async with running_engine(settings, load_services(SERVICE_NAMES)) as engine:
+        engine.records_dir = RecorderSettings().runs_dir
         yield engine
 
 
@@ -171,8 +184,9 @@ class Trial:
     topology: TopologyName | None = None
     """None: where the scenario's stack declares (else local)."""
 
-    async def run(self, engine: RunningEngine) -> Outcome:
-        """Submit the run and follow it until its record (or its deadline)."""
+    async def run(self, engine: RunningEngine, interrupt: Interrupt | None = None) -> Outcome:
+        """Submit the run and follow it until its record (or its deadline); an `interrupt`
+        ends it (aborted, with its record) on the embedded engine."""
         self.progress.restart()
         request = RunStart(
             scenario=self.scenario,
@@ -188,7 +202,8 @@ class Trial:
         if reply.run_id is None:
             return Outcome(None, "rejected", reason=reply.error)
         deadline = REJECTION_GRACE_S if not reply.accepted else self._deadline()
-        outcome = await _Follower(engine, reply.run_id, self.progress, deadline).run()
+        follower = Follower(engine, reply.run_id, self.progress, deadline, interrupt)
+        outcome = await follower.run()
         self.progress.done()
         if not reply.accepted:  # the record (if any) says aborted; the command was refused
             return Outcome(reply.run_id, "rejected", reason=reply.error, record=outcome.record)
@@ -203,120 +218,3 @@ class Trial:
         except StartRejected:
             determinism = Determinism()  # the engine may see scenarios this shell does not
         return run_deadline(determinism, self.time_scale, settings.agent_budget_seconds)
-
-
-FOLLOW_RETRIES = 4
-"""How often a run's follow is taken up again after it was cut short (0.5 s, 1 s, 2 s, 4 s
-apart: about what a 3-node cluster takes to elect new leaders after losing one)."""
-
-
-class _Follower:
-    """Reads one run's events until its record, or until the run's deadline (extended by a
-    grace period when the verdict comes late) with the verdict alone."""
-
-    def __init__(
-        self, engine: RunningEngine, run_id: str, progress: Progress, deadline_s: float
-    ) -> None:
-        self._engine = engine
-        self._run_id = run_id
-        self._progress = progress
-        self._deadline = time.monotonic() + deadline_s
-        self._events: asyncio.Queue[Event] = asyncio.Queue()
-        self._verdict: Event | None = None
-        self._recorded: Recorded | None = None
-        self._proof_run = False
-        self._submitted: Submitted | None = None
-
-    async def run(self) -> Outcome:
-        reader = asyncio.create_task(self._read())
-        try:
-            return await self._watch(reader)
-        finally:
-            reader.cancel()
-            await asyncio.gather(reader, return_exceptions=True)
-
-    async def _read(self) -> None:
-        """Follow the run's subjects; a follow cut short (a cluster node lost, the consumer's
-        creation timing out meanwhile) is taken up again from the start, skipping what was
-        read, `FOLLOW_RETRIES` times."""
-        read = 0
-        for attempt in range(FOLLOW_RETRIES + 1):
-            try:
-                async for message in follow(self._engine.bus, f"sreforge.run.{self._run_id}.>"):
-                    if message.seq <= read:
-                        continue
-                    read = message.seq
-                    self._take(message.subject, message.data)
-                return
-            except (TimeoutError, nats.errors.Error):
-                if attempt == FOLLOW_RETRIES or time.monotonic() > self._deadline:
-                    raise
-                await asyncio.sleep(0.5 * 2**attempt)  # let the cluster elect its leaders
-
-    def _take(self, subject: str, data: bytes) -> None:
-        with contextlib.suppress(ContractError):
-            event = parse_event(data)
-            if misplaced(event, subject) is None:  # a forged body on another's subject
-                self._events.put_nowait(event)
-
-    async def _watch(self, reader: asyncio.Task[None]) -> Outcome:
-        while (left := self._deadline - time.monotonic()) > 0:
-            try:
-                event = await asyncio.wait_for(self._events.get(), min(left, self._progress.tick_s))
-            except TimeoutError:
-                if crash := self._engine.crashed() or _lost(reader):
-                    return Outcome(self._run_id, "error", reason=crash)
-                self._progress.wait()
-                continue
-            if (shown := describe(event)) is not None:
-                self._progress.phase(*shown)
-            self._proof_run = self._proof_run or is_proof_run(event)
-            if isinstance(event, Submitted) and self._submitted is None:
-                self._submitted = event
-            if isinstance(event, CleanedUp) and self._recorded is not None:
-                return self._ended(self._recorded.verdict, self._recorded.path)
-            if isinstance(event, Recorded) and self._recorded is None:
-                self._recorded = event  # the record stands; wait briefly for the teardown
-                self._deadline = min(self._deadline, time.monotonic() + CLEANUP_GRACE_S)
-            if isinstance(event, Scored | RunFailed | RunRejected) and self._verdict is None:
-                self._verdict = event
-                # The record follows the verdict, late when the recorder restarts: wait for
-                # it until the run's own deadline (at least RECORD_GRACE_S more).
-                self._deadline = max(self._deadline, time.monotonic() + RECORD_GRACE_S)
-        if self._recorded is not None:
-            return self._ended(self._recorded.verdict, self._recorded.path)
-        if self._verdict is not None:
-            return self._ended(None, None)
-        return Outcome(
-            self._run_id, "error", reason=f"no verdict before the deadline (last phase: "
-            f"{self._progress.last_phase}); see `sreforge tail --run {self._run_id}`",
-        )  # fmt: skip
-
-    def _ended(self, verdict: str | None, record: str | None) -> Outcome:
-        found = self._verdict
-        score = found.score if isinstance(found, Scored) else None
-        reason = None
-        if isinstance(found, RunFailed):
-            reason = f"{found.stage}: {found.reason}"
-        elif isinstance(found, RunRejected):
-            reason = found.reason
-        if verdict is None:
-            verdict = found.verdict if isinstance(found, Scored | RunFailed) else "aborted"
-        submission = self._submitted.submission if self._submitted else None
-        return Outcome(
-            self._run_id,
-            verdict,
-            reason=reason,
-            score=score,
-            record=record,
-            proof_run=self._proof_run,
-            submitted=submission.submitted if submission else None,
-            agent_exit=submission.agent_exit if submission else None,
-        )
-
-
-def _lost(reader: asyncio.Task[None]) -> str | None:
-    if not reader.done():
-        return None
-    error = None if reader.cancelled() else reader.exception()
-    return f"lost the run's event stream: {error!r}"

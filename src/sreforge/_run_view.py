@@ -64,6 +64,7 @@ exit codes:
   1  failed, or rejected (by the CI gate, or run.start refused)
   3  aborted (setup failed, or the alert never fired: confirm-fire)
   4  error (an engine error, or no verdict before the run's deadline)
+  130  stopped by SIGINT or SIGTERM (on the embedded engine the run ends aborted, recorded)
   with --trials N, the worst of the trials' codes
 """
 # Allowances for the unscaled parts of a run when deriving its overall deadline.

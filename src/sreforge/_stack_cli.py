@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -14,20 +15,24 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 
 from sreforge_deployer import DeployerError, DeployerSettings
-from sreforge_deployer.local import LocalStack, list_stacks, teardown_run
+from sreforge_deployer.local import LocalStack, StackRecord, list_stacks, owner_alive, teardown_run
 
 __all__ = [
     "add_stack_commands",
+    "cli_owned_settings",
+    "describe_stack",
     "handle_stack_down",
     "handle_stack_list",
     "handle_stack_up",
     "main",
     "resolve_scenario",
+    "sigterm_interrupts",
 ]
 
 _SCENARIO_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -54,7 +59,9 @@ def add_stack_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         "--all", action="store_true", help="every stack this engine home (SREFORGE_HOME) started"
     )
     down.set_defaults(handler=handle_stack_down)
-    listing = verbs.add_parser("list", help="list running stacks")
+    listing = verbs.add_parser(
+        "list", help="list every stack under the runs root, with its owner and whether it runs"
+    )
     listing.set_defaults(handler=handle_stack_list)
 
 
@@ -71,7 +78,11 @@ def handle_stack_up(args: argparse.Namespace) -> int:
     stack: LocalStack | None = None
     try:
         stack = LocalStack(
-            scenario, time_scale=args.time_scale, run_id=args.run_id, webhook_url=webhook
+            scenario,
+            time_scale=args.time_scale,
+            run_id=args.run_id,
+            webhook_url=webhook,
+            settings=cli_owned_settings(),
         )
         print(
             f"starting stack {stack.run_id} for {scenario.name} "
@@ -137,11 +148,48 @@ def _stacks_of_this_home(root: Path) -> list[str]:
 
 
 def handle_stack_list(args: argparse.Namespace) -> int:
-    """Print each running stack: run id, scenario, owner pid and agent endpoints."""
-    for record in list_stacks(DeployerSettings().runs_root):
-        endpoints = " ".join(f"{k}={v}" for k, v in sorted(record.agent_endpoints.items()))
-        print(f"{record.run_id}  {record.scenario_id}  pid {record.owner_pid}  {endpoints}")
+    """Print every stack under the runs root (whichever home started it): run id,
+    scenario, its owner and whether that owner runs, its home, its agent endpoints."""
+    root = DeployerSettings().runs_root
+    records = list_stacks(root)
+    print(f"{len(records)} stack(s) under {root}")
+    for record in records:
+        print(describe_stack(record, alive=owner_alive(record)))
     return 0
+
+
+def describe_stack(record: StackRecord, *, alive: bool) -> str:
+    """One line of `stack list`: who owns the stack, whether it runs, what becomes of it."""
+    if alive:
+        owner = f"owner pid {record.owner_pid} running"
+    elif record.dies_with_owner:
+        owner = f"owner pid {record.owner_pid} GONE (reaped at the next engine start)"
+    else:
+        owner = f"owner pid {record.owner_pid} GONE (`sreforge stack down {record.run_id}`)"
+    home = f"home {record.engine_home}" if record.engine_home else "home unrecorded"
+    endpoints = " ".join(f"{k}={v}" for k, v in sorted(record.agent_endpoints.items()))
+    return f"{record.run_id}  {record.scenario_id}  {owner}  {home}  {endpoints}".rstrip()
+
+
+def cli_owned_settings() -> DeployerSettings:
+    """The settings of a stack a command owns (`stack up`, `guard`): nobody adopts it, so
+    it dies with the command, however that ends, unless
+    `SREFORGE_DEPLOYER_STACKS_DIE_WITH_OWNER` says otherwise."""
+    settings = DeployerSettings()
+    if "SREFORGE_DEPLOYER_STACKS_DIE_WITH_OWNER" in os.environ:
+        return settings
+    return settings.model_copy(update={"stacks_die_with_owner": True})
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt for the block, as Ctrl-C does: a command stopped
+    by `timeout` or `kill` takes the Ctrl-C path (its stack torn down on the way out)."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def resolve_scenario(name: str) -> Path:

@@ -16,11 +16,8 @@ then a whole run in bubblewrap, with canaries the agent must not reach.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +33,7 @@ from wholerun import (
     WholeRuns,
     finished,
     open_pool,
+    plug_in,
 )
 
 pytestmark = pytest.mark.integration
@@ -43,7 +41,6 @@ pytestmark = pytest.mark.integration
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FAKE_CLI = "fake-cli"
 FAKE_CLI_AGENT = FIXTURES / "fake-cli-agent" / "fake-cli-agent"  # alone in its install dir
-WALKTHROUGH = "<!-- plug-in walk-through"
 CANARY_ENV = "SREFORGE_ORACLE_SIGNING_KEY"  # a harness-looking secret in the run's env
 
 
@@ -97,40 +94,10 @@ def _plug_in_from_a_telling_folder(run: Run) -> None:
 
 
 def _plug_in(run: Run, tools: Path, args: list[str]) -> None:
-    """The fake agent copied into `tools`, the README's profile for it (with `args`) in the
+    """The fake agent installed in `tools`, the README's profile for it (with `args`) in the
     run's own catalog, then `sreforge agents check`."""
-    catalog = run.root / "agents"
-    shutil.copytree(REPO / "agents", catalog)
-    install = shutil.copytree(FAKE_CLI_AGENT.parent, tools / FAKE_CLI_AGENT.name)
-    executable = install / FAKE_CLI_AGENT.name
-    profile = _readme_profile(executable=str(executable), install_paths=[str(install)], args=args)
-    (catalog / f"{FAKE_CLI}.toml").write_text(profile)
-    run.extra_env["SREFORGE_AGENTS"] = str(catalog)
-    check = [sys.executable, "-m", "sreforge", "agents", "check", FAKE_CLI]
-    done = subprocess.run(
-        check, cwd=REPO, env=run.env(), capture_output=True, text=True, timeout=60, check=False
-    )
-    run.check_output = f"exit {done.returncode}\n{done.stdout}{done.stderr}"
-
-
-def _readme_profile(**fields: object) -> str:
-    """The README walk-through's profile, as the fake CLI agent's, with `fields` set."""
-    readme = (REPO / "README.md").read_text()
-    section = readme.split(WALKTHROUGH, 1)[1].split("\n## ", 1)[0]
-    (found,) = re.findall(r"^```toml\n(.*?)^```", section, flags=re.M | re.S)
-    profile = str(found)
-    wanted = {
-        "name": FAKE_CLI,
-        "description": "A scripted fake CLI agent (tests/e2e/fixtures), inside bubblewrap.",
-        **fields,
-    }
-    for key, value in wanted.items():
-        lines = profile.splitlines(keepends=True)
-        at = [n for n, line in enumerate(lines) if line.startswith(f"{key} = ")]
-        assert len(at) == 1, f"README walk-through profile: expected one `{key} =` line"
-        lines[at[0]] = f"{key} = {json.dumps(value)}\n"  # JSON strings and lists are TOML too
-        profile = "".join(lines)
-    return profile
+    description = "A scripted fake CLI agent (tests/e2e/fixtures), inside bubblewrap."
+    plug_in(run, FAKE_CLI_AGENT, tools, name=FAKE_CLI, description=description, args=args)
 
 
 # Longest first (measured walls in seconds, 2 at a time on 2 cores), so the pool's

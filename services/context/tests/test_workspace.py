@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -125,3 +126,21 @@ def test_the_real_bookshelf_workspace_is_clean(bookshelf_workspace: Path) -> Non
     tells = Tells.for_run("latency-cache-stampede", "BookshelfApiLatencyP99High")
     leaks = find_leaks(workspace_surfaces(bookshelf_workspace), tells)
     assert leaks == [], "\n".join(str(leak) for leak in leaks)
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_or_a_linked_folder_neither_blocks_nor_is_read_through(
+    git_repo: GitRepo, clean_files: dict[str, str], tmp_path: Path
+) -> None:
+    """A FIFO in the tree or in `.git` would hang a plain read; a file reached through
+    a linked folder is not the workspace's. Both are skipped, at once."""
+    repo = git_repo(clean_files)
+    os.mkfifo(repo / "pipe")
+    os.mkfifo(repo / ".git" / "pipe")
+    outside = tmp_path / "neutral"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("the oracle's notes\n")
+    (repo / ".git" / "linked").symlink_to(outside)
+    assert _where(repo) == []
+    (repo / ".git" / "hooks-notes.txt").write_text("the oracle's notes\n")
+    assert _where(repo) == [("harness word 'oracle'", "git dir hooks-notes.txt")]

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from sreforge_deployer._process import group_members
 from sreforge_deployer.local import StackRecord, list_stacks
 
 from sreforge._stack_cli import (
     add_stack_commands,
+    describe_stack,
     handle_stack_down,
     handle_stack_list,
     resolve_scenario,
@@ -32,8 +34,11 @@ pytestmark = pytest.mark.integration
 class _StackUp:
     """A `stack up` running in its own process, its output collected line by line."""
 
-    def __init__(self, runs_root: Path, *extra: str) -> None:
+    def __init__(self, runs_root: Path, *extra: str, dies_with_owner: bool | None = None) -> None:
         env = {**os.environ, "SREFORGE_DEPLOYER_RUNS_ROOT": str(runs_root)}
+        env.pop("SREFORGE_DEPLOYER_STACKS_DIE_WITH_OWNER", None)
+        if dies_with_owner is not None:
+            env["SREFORGE_DEPLOYER_STACKS_DIE_WITH_OWNER"] = str(dies_with_owner).lower()
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -106,8 +111,9 @@ def test_stack_down_from_another_shell_stops_the_owner_cleanly(cli_root: Path) -
 
 
 def test_stack_down_cleans_up_after_a_killed_owner(cli_root: Path) -> None:
-    """After `stack up` was SIGKILLed, `stack down RUN_ID` kills its groups and removes its dir."""
-    up = _StackUp(cli_root)
+    """After `stack up` was SIGKILLed, `stack down RUN_ID` kills its groups and removes its
+    dir (a stack that does not die with its owner, as an engine's deployer keeps them)."""
+    up = _StackUp(cli_root, dies_with_owner=False)
     poll(lambda: "to tear down" in up.output(), timeout=60, message="stack up ready")
     (record,) = list_stacks(cli_root)
     os.kill(up.process.pid, signal.SIGKILL)
@@ -123,6 +129,57 @@ def test_stack_down_cleans_up_after_a_killed_owner(cli_root: Path) -> None:
         psutil.pid_exists(pgid) and psutil.Process(pgid).status() != psutil.STATUS_ZOMBIE
         for pgid in pgids
     )
+
+
+@pytest.mark.timeout(120)
+def test_a_killed_stack_up_takes_its_stack_with_it(
+    cli_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGKILL gives `stack up` no chance to tear down: its warden does, within seconds
+    (processes, ports, leases, run dir), and says so; `stack list` shows the owner first."""
+    up = _StackUp(cli_root)
+    try:
+        poll(lambda: "to tear down" in up.output(), timeout=60, message="stack up ready")
+        (record,) = list_stacks(cli_root)
+        assert record.dies_with_owner
+        assert handle_stack_list(argparse.Namespace()) == 0
+        assert f"owner pid {up.process.pid} running" in capsys.readouterr().out
+        pgids = [group.pgid for group in record.groups.values()]
+        os.kill(up.process.pid, signal.SIGKILL)
+        up.process.wait(timeout=10)
+        poll(lambda: not record.run_dir.exists(), timeout=20, message="the warden reaped")
+        poll(
+            lambda: not any(group_members(pgid) for pgid in pgids),
+            timeout=10,
+            message="the stack's processes are gone",
+        )
+        ports = set(record.ports.values())
+        listening = {
+            c.laddr.port
+            for c in psutil.net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr
+        }
+        assert not ports & listening
+        assert record.port_lock_dir is not None
+        assert not [p for p in ports if (record.port_lock_dir / f"{p}.lock").exists()]
+        poll(lambda: "torn down, nothing left" in up.output(), timeout=10, message="it says so")
+    finally:
+        if up.process.poll() is None:
+            os.killpg(up.process.pid, signal.SIGKILL)
+
+
+def test_stack_list_says_whose_stack_it_is_and_what_becomes_of_it(tmp_path: Path) -> None:
+    """Every stack is listed with its owner, alive or gone, and how a dead owner's goes."""
+    record = StackRecord(
+        run_id="run-a", scenario_id="tiny-ok", run_dir=tmp_path, owner_pid=4242,
+        time_scale=0.1, engine_home=tmp_path / "home", dies_with_owner=True,
+    )  # fmt: skip
+    assert "owner pid 4242 running" in describe_stack(record, alive=True)
+    gone = describe_stack(record, alive=False)
+    assert "owner pid 4242 GONE (reaped at the next engine start)" in gone
+    assert f"home {tmp_path / 'home'}" in gone
+    kept = record.model_copy(update={"dies_with_owner": False})
+    assert "GONE (`sreforge stack down run-a`)" in describe_stack(kept, alive=False)
 
 
 def test_stack_down_needs_a_run_id_or_all(cli_root: Path) -> None:

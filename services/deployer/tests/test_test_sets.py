@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from sreforge_deployer.gate._gate import _kept_file_complaints
 from sreforge_deployer.gate._test_sets import (
     MAX_JUNIT_BYTES,
     ChangedTests,
@@ -168,3 +170,30 @@ def test_plugin_hooks_in_a_test_module_are_named() -> None:
     ]
     assert plugin_hooks("def test_a():\n    assert True\n") == []
     assert plugin_hooks("def (:") == ["<unparsable>"]
+
+
+@pytest.mark.timeout(10)
+def test_a_report_swapped_for_a_fifo_reads_as_none_at_once(tmp_path: Path) -> None:
+    """A FIFO at the report's name would hang the deployer's parse; it is no report."""
+    os.mkfifo(tmp_path / "r.xml")
+    assert read_junit(tmp_path / "r.xml") is None
+
+
+def test_a_kept_test_file_reached_through_a_link_is_refused_unread(tmp_path: Path) -> None:
+    """A changed test kept as submitted is read from the tree through no link: a linked
+    file or folder is a complaint, and its target is never read."""
+    tree = tmp_path / "tree"
+    (tree / "tests").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "test_x.py").write_text("def pytest_configure(config): ...\n")
+    (tree / "tests" / "test_x.py").symlink_to(outside / "test_x.py")
+    (tree / "linked").symlink_to(outside)
+    assert _kept_file_complaints(tree, "tests/test_x.py") == [
+        "tests/test_x.py: test_x.py is a symbolic link, kept as submitted "
+        "(a changed test must be a file)"
+    ]
+    assert _kept_file_complaints(tree, "linked/test_x.py")[0].startswith(
+        "linked/test_x.py: linked is a symbolic link"
+    )
+    assert _kept_file_complaints(tree, "tests/absent.py") == []

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 import structlog
 from sreforge_contracts import AgentExit, AgentTranscript, Submitted, parse_run_record
 from sreforge_recorder import Recorder, RecorderSettings, RunFolder
@@ -105,3 +107,30 @@ def test_a_runner_elsewhere_leaves_the_record_without_agent_files(
     assert record.agent_transcript is None
     assert not (folder.path / "agent").exists()
     assert record.trajectory.agent_exit is not None
+
+
+@pytest.mark.timeout(10)
+def test_kept_files_are_copied_through_no_link_and_never_from_a_fifo(
+    story: Any, settings: RecorderSettings, tmp_path: Path
+) -> None:
+    """A linked folder on the way, a link, a FIFO and a device in the agent folder are
+    refused with the reason, at once; the plain file beside them is copied."""
+    agent = tmp_path / "agent"
+    (agent / "native").mkdir(parents=True)
+    (agent / "stream.jsonl").write_text("{}\n")
+    secret = tmp_path / "engine-home" / "operator.json"
+    secret.parent.mkdir()
+    secret.write_text("OPERATOR-SEED-VALUE")
+    (agent / "native" / "home").symlink_to(secret.parent)
+    os.mkfifo(agent / "pipe.log")
+    (agent / "zero.log").symlink_to("/dev/zero")
+    names = ("stream.jsonl", "native/home/operator.json", "pipe.log", "zero.log")
+    folder = RunFolder(settings.runs_dir, story.run_id)
+    copied, refused = folder.keep_agent_files(agent, names)
+    assert copied == ["stream.jsonl"]
+    assert refused == [
+        "native/home/operator.json: home is a symbolic link",
+        "pipe.log: not a regular file (a FIFO)",
+        "zero.log: zero.log is a symbolic link",
+    ]
+    assert not list(folder.path.rglob("operator.json"))

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from sreforge_runner import (
     SENTINEL_DIR,
     exclude_sentinel_dir,
     install_submit,
     read_sentinel,
 )
+from structlog.testing import capture_logs
 
 Git = Callable[..., str]
 
@@ -95,3 +98,71 @@ def test_a_hostile_sentinel_reads_as_not_submitted_instead_of_crashing(tiny_repo
     assert read_sentinel(tiny_repo) is None
     (folder / "submitted").write_text(json.dumps({"submitted_at": "x" * 5_000_000}))
     assert read_sentinel(tiny_repo) is None
+
+
+def _submitted(folder: Path, rca: bool) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / "submitted").write_text(json.dumps({"submitted_at": "t", "rca": rca}))
+
+
+def test_a_symlinked_rca_is_no_rca_and_nothing_of_its_target_is_read(
+    tiny_repo: Path, tmp_path: Path
+) -> None:
+    """The leak found by a cheating agent: `rca.md` → the engine home's bus credential."""
+    secret = tmp_path / "engine-home" / "operator.json"
+    secret.parent.mkdir()
+    secret.write_text("OPERATOR-SEED-VALUE")
+    folder = tiny_repo / SENTINEL_DIR
+    _submitted(folder, rca=True)
+    (folder / "rca.md").symlink_to(secret)
+    with capture_logs() as logs:
+        sentinel = read_sentinel(tiny_repo)
+    assert sentinel is not None
+    assert sentinel.rca is None
+    assert [entry["reason"] for entry in logs] == ["rca.md is a symbolic link"]
+
+
+def test_a_symlinked_sentinel_is_no_submission(tiny_repo: Path) -> None:
+    """A sentinel `submit` did not write (a link to any JSON file) does not submit."""
+    elsewhere = tiny_repo / "notes.json"
+    elsewhere.write_text(json.dumps({"submitted_at": "t", "rca": False}))
+    folder = tiny_repo / SENTINEL_DIR
+    folder.mkdir()
+    (folder / "submitted").symlink_to(elsewhere)
+    assert read_sentinel(tiny_repo) is None
+
+
+def test_a_symlinked_submission_folder_is_no_submission(tiny_repo: Path, tmp_path: Path) -> None:
+    """`.oncall` itself linked elsewhere: not walked through."""
+    outside = tmp_path / "outside"
+    _submitted(outside, rca=True)
+    (outside / "rca.md").write_text("not the agent's")
+    (tiny_repo / SENTINEL_DIR).symlink_to(outside)
+    assert read_sentinel(tiny_repo) is None
+
+
+@pytest.mark.timeout(10)
+def test_a_fifo_rca_returns_promptly_as_no_rca(tiny_repo: Path) -> None:
+    """A FIFO with no writer would hang the runner's read; it is no RCA instead."""
+    folder = tiny_repo / SENTINEL_DIR
+    _submitted(folder, rca=True)
+    os.mkfifo(folder / "rca.md")
+    sentinel = read_sentinel(tiny_repo)
+    assert sentinel is not None
+    assert sentinel.rca is None
+
+
+def test_a_symlinked_exclude_file_is_replaced_not_written_through(
+    tiny_repo: Path, tmp_path: Path
+) -> None:
+    """`.git/info/exclude` → a host file: the host file is neither read nor changed."""
+    host_file = tmp_path / "host.txt"
+    host_file.write_text("host\n")
+    exclude = tiny_repo / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.unlink(missing_ok=True)
+    exclude.symlink_to(host_file)
+    exclude_sentinel_dir(tiny_repo)
+    assert host_file.read_text() == "host\n"
+    assert not exclude.is_symlink()
+    assert exclude.read_text() == "/.oncall/\n"

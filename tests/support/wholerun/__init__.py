@@ -11,6 +11,7 @@ crash-safety campaign over them (both imported by module: `tests/e2e/test_crash_
 
 from ._checks import SCHEMA, assert_nothing_left, events_of, finished, signals_of
 from ._images import stack_image_inputs_ready, stop_engine_started_here
+from ._plug_in import WALKTHROUGH, plug_in, readme_profile
 from ._pool import (
     CASES_NOISE,
     DOCKER_LANE,
@@ -48,6 +49,7 @@ __all__ = [
     "SCENARIO_PARTS",
     "SCHEMA",
     "TIME_SCALE",
+    "WALKTHROUGH",
     "Canaries",
     "Run",
     "RunPool",
@@ -63,7 +65,9 @@ __all__ = [
     "live_pids",
     "open_pool",
     "ordered",
+    "plug_in",
     "private_cases",
+    "readme_profile",
     "signals_of",
     "stack_image_inputs_ready",
     "start_runs",

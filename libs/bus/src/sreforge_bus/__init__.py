@@ -25,6 +25,7 @@ from sreforge_bus._errors import (
     ReplyTimeout,
     RunStateUnreadable,
     RunStoreError,
+    SecretRefused,
     ServiceError,
 )
 from sreforge_bus._follow import RawMessage, follow, read_stored
@@ -89,6 +90,13 @@ from sreforge_bus._permissions import (
     service_permissions,
 )
 from sreforge_bus._runs import Entry, RunStore, parse_run_state
+from sreforge_bus._secrets import (
+    MARKER,
+    MIN_SECRET_CHARS,
+    HarnessSecrets,
+    forget_secret,
+    guard_secret,
+)
 from sreforge_bus._service import (
     Context,
     Emit,
@@ -116,6 +124,8 @@ __all__ = [
     "HEADER_REPLY_TO",
     "HOST_LEASES",
     "HOST_PATTERN",
+    "MARKER",
+    "MIN_SECRET_CHARS",
     "OPERATOR_USER",
     "ORACLE_HANDOFF",
     "ORACLE_KEYS",
@@ -149,6 +159,7 @@ __all__ = [
     "Entry",
     "Fenced",
     "Handled",
+    "HarnessSecrets",
     "Hook",
     "HostLease",
     "Lease",
@@ -167,6 +178,7 @@ __all__ = [
     "RunStateUnreadable",
     "RunStore",
     "RunStoreError",
+    "SecretRefused",
     "Service",
     "ServiceError",
     "Task",
@@ -178,6 +190,8 @@ __all__ = [
     "deployer_stage",
     "ensure_credentials",
     "follow",
+    "forget_secret",
+    "guard_secret",
     "host_durable",
     "host_lease_key",
     "load_credentials",

@@ -27,6 +27,7 @@ from sreforge_bus._errors import (
 )
 from sreforge_bus._names import HEADER_MSG_ID, HEADER_REPLY_TO, INBOX_PREFIX
 from sreforge_bus._runs import RunStore
+from sreforge_bus._secrets import HarnessSecrets
 
 if TYPE_CHECKING:
     from sreforge_bus._worker import Delivery
@@ -60,12 +61,19 @@ class Bus:
     """A connection to NATS with JetStream, the run store and the workers bound to it."""
 
     def __init__(
-        self, nc: Client, *, publish_timeout: float = 5.0, user: str | None = None
+        self,
+        nc: Client,
+        *,
+        publish_timeout: float = 5.0,
+        user: str | None = None,
+        secrets: HarnessSecrets | None = None,
     ) -> None:
         self.nc = nc
         self.js: JetStreamContext = nc.jetstream(timeout=publish_timeout)
         self.runs = RunStore(self.js)
         self.user = user
+        self.secrets = secrets if secrets is not None else HarnessSecrets()
+        """What never leaves through this connection: redacted from every message sent."""
         self._publish_timeout = publish_timeout
         self._workers: set[_Stoppable] = set()
         self._refusals: dict[str, set[asyncio.Future[None]]] = {}
@@ -92,8 +100,10 @@ class Bus:
         Raises `MessageTooLarge`, sending nothing, for a body over `MAX_MESSAGE_BYTES` or a
         message over the server's max payload (which would make the server drop us), and
         `PermissionDenied` as soon as the server reports that this client may not publish
-        on `subject` (instead of waiting out the acknowledgement timeout).
+        on `subject` (instead of waiting out the acknowledgement timeout). A harness secret
+        in the body or a header is redacted first (`SecretRefused` when that breaks the body).
         """
+        data, headers = self._redacted(subject, data, headers)
         self._check_size(subject, data, headers)
         refusal: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._refusals.setdefault(subject, set()).add(refusal)
@@ -119,6 +129,19 @@ class Bus:
                 stored.cancel()
                 await asyncio.gather(stored, return_exceptions=True)
         return Published(stream=ack.stream, seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    def _redacted(
+        self, subject: str, data: bytes, headers: Mapping[str, str] | None
+    ) -> tuple[bytes, Mapping[str, str] | None]:
+        """`data` and `headers` without a harness secret (logged, never the value)."""
+        data, count = self.secrets.redact_payload(subject, data)
+        if headers and self.secrets.found_in("\n".join(headers.values()).encode()):
+            cleaned = {key: self.secrets.redact_text(value) for key, value in headers.items()}
+            headers = {key: value for key, (value, _) in cleaned.items()}
+            count += sum(found for _, found in cleaned.values())
+        if count:
+            log.warning("harness secret redacted", subject=subject, user=self.user, count=count)
+        return data, headers
 
     def _forget_refusal(self, subject: str, refusal: asyncio.Future[None]) -> None:
         waiting = self._refusals.get(subject)
@@ -193,6 +216,7 @@ class Bus:
             log.warning("reply refused: not an inbox", reply_to=delivery.reply_to[:200])
             return
         data = model if isinstance(model, bytes) else model.model_dump_json().encode()
+        data, _ = self._redacted(delivery.reply_to, data, None)
         await self.nc.publish(delivery.reply_to, data)
         await self.nc.flush()
 
@@ -248,6 +272,7 @@ async def connect(
     *,
     name: str,
     credential: Credential | None = None,
+    secrets: HarnessSecrets | None = None,
     connect_timeout: float = 10.0,
     reconnect_time_wait: float = 0.5,
 ) -> Bus:
@@ -257,6 +282,8 @@ async def connect(
     prefix, the only inboxes its permissions let it read). Once connected the client
     reconnects forever; the first connection must succeed within `connect_timeout`
     seconds or `ConnectError` is raised (also when the server refuses the credential).
+    `secrets` (the engine home's, `HarnessSecrets.of_home`) are redacted from everything
+    published; without it only what this process registered with `guard_secret` is.
     `url` may list several servers of one cluster, comma-separated: the client fails over
     between them.
     """
@@ -330,7 +357,7 @@ async def connect(
         ) from err
     finally:
         refused.cancel()
-    bus = Bus(nc, user=user)
+    bus = Bus(nc, user=user, secrets=secrets)
     holder.append(bus)
     log.info("nats connected", client=name, user=user, url=shown)
     return bus

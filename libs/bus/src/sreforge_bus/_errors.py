@@ -17,6 +17,7 @@ __all__ = [
     "ReplyTimeout",
     "RunStateUnreadable",
     "RunStoreError",
+    "SecretRefused",
     "ServiceError",
 ]
 
@@ -51,6 +52,11 @@ class MessageTooLarge(PublishError):
     Sending it anyway would not just fail: a NATS server closes the connection of a client
     that exceeds its max payload, which would wedge every worker on that connection.
     """
+
+
+class SecretRefused(PublishError):
+    """A message (or a model about to be recorded) carried a harness secret that could not
+    be redacted without breaking it (invalid JSON, an invalid event): refused, never sent."""
 
 
 class ReplyTimeout(BusError):

@@ -13,6 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from sreforge_confine import UntrustedFileRefused, read_untrusted
 from sreforge_contracts import Surface
 from sreforge_git import GitError, git, git_env
 
@@ -103,11 +104,12 @@ def git_dir_surfaces(root: Path) -> list[Surface]:
         dirs.sort()
         for name in sorted(names):
             path = here / name
-            if path == git_dir / "index" or path.is_symlink():
+            if path == git_dir / "index":
                 continue
-            try:
-                text = decoded_text(path.read_bytes())
-            except OSError:
+            relative = path.relative_to(root).as_posix()
+            try:  # from the workspace: a linked `.git` is refused too
+                text = decoded_text(read_untrusted(root, relative, cap=_MAX_TEXT_BYTES))
+            except UntrustedFileRefused:  # a link, FIFO or device, or over the cap
                 continue
             if text is not None and text.strip():
                 surfaces.append(Surface(f"git dir {path.relative_to(git_dir).as_posix()}", text))

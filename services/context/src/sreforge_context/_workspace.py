@@ -5,7 +5,9 @@ reflog (`git log -p --all --reflog`: messages, author and committer identities,
 diffs, merges and stashes against their first parent, notes), the ref names with
 their tag messages, every object no such commit shows (dangling, unreachable, a
 tagged blob: `_gitstore`), and the `.git` folder's own text files. Only the
-runner's sentinel directory is left out.
+runner's sentinel directory is left out. Files are read through
+`sreforge_confine.read_untrusted` (no link followed at any component, a FIFO or
+device skipped, capped); a link is shown as its target's text.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sreforge_confine import UntrustedFileRefused, read_untrusted
 from sreforge_contracts import SUBMISSION_DIR, Surface
 
 from sreforge_context._errors import WorkspaceUnreadable
@@ -63,10 +66,8 @@ def _file_surface(root: Path, name: str) -> Surface | None:
     try:
         if file.is_symlink():  # its target is readable text (`readlink`), not followed
             return Surface(f"workspace file {name}", f"-> {os.readlink(file)}")
-        if file.stat().st_size > _MAX_FILE_BYTES:
-            return None
-        data = file.read_bytes()
-    except OSError:
+        data = read_untrusted(root, name, cap=_MAX_FILE_BYTES)
+    except (OSError, UntrustedFileRefused):  # over the cap, a FIFO, a device: no text
         return None
     text = decoded_text(data)
     return None if text is None else Surface(f"workspace file {name}", text)

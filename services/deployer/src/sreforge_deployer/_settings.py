@@ -90,3 +90,9 @@ class DeployerSettings(BaseSettings):
     # The compose topology's stack image installs the stack's requirements from here,
     # offline (the lockfile's wheels, downloaded on the host by scripts/compose-context).
     compose_wheels: Path = Field(default_factory=default_compose_wheels)
+    stacks_die_with_owner: bool = False
+    """A stack no other process will adopt (its owner is a CLI: `sreforge run` on the
+    embedded engine, `stack up`, `guard`): a warden tears it down the moment its owner
+    ends, however it ends, and the next engine start reaps one whose warden died too
+    (`sreforge_deployer.local`, "Who owns a stack" in its README). Off for an engine whose
+    deployer's stacks a restarted deployer adopts (`sreforge up`, `serve`)."""

@@ -25,6 +25,7 @@ from sreforge_bus import (
     Context,
     Emit,
     Handled,
+    HarnessSecrets,
     Route,
     Service,
     misplaced,
@@ -50,6 +51,7 @@ from sreforge_recorder._assemble import (
     with_kept_files,
 )
 from sreforge_recorder._judging import Judging
+from sreforge_recorder._redact import redact_folder, redacted
 from sreforge_recorder._serve import serve_dashboard
 from sreforge_recorder._settings import RecorderSettings
 from sreforge_recorder._store import (
@@ -116,16 +118,18 @@ class Recorder:
         if event.run_id is None:
             context.log.warning("run event without run_id ignored", type=event.type)
             return ()
-        folder = RunFolder(self.settings.runs_dir, event.run_id)
+        run_id = event.run_id
+        folder = RunFolder(self.settings.runs_dir, run_id)
         delivery = context.delivery
+        event = redacted(event, context.bus.secrets, context.log, run_id=run_id)
         folder.add_event(LoggedEvent(delivery.stream_seq, delivery.subject, event))
         if not is_terminal(event):
             return ()
-        announced = context.once(RECORDED, event.run_id)
+        announced = context.once(RECORDED, run_id)
         if await announced.claimed():
             return ()
         await self._backfill(folder, context, upto=delivery.stream_seq)
-        recorded = self.record(folder, context.log)
+        recorded = self.record(folder, context.log, secrets=context.bus.secrets)
 
         async def mark() -> Sequence[Event]:
             # Only once Recorded is stored: a crash before it redelivers and records again.
@@ -134,9 +138,18 @@ class Recorder:
 
         return Emit(events=[recorded], then=mark)
 
-    def record(self, folder: RunFolder, log: Log) -> Recorded:
-        """Write the run's record unless it exists, bank it, and describe it as `Recorded`."""
-        record = folder.read_record() or self._write(folder, log)
+    def record(
+        self, folder: RunFolder, log: Log, *, secrets: HarnessSecrets | None = None
+    ) -> Recorded:
+        """Write the run's record unless it exists, bank it, and describe it as `Recorded`.
+
+        Nothing written carries one of `secrets` (the bus connection's: the engine home's).
+        """
+        secrets = secrets if secrets is not None else HarnessSecrets()
+        record = folder.read_record() or self._write(folder, log, secrets)
+        swept = folder.redact(lambda path: redact_folder(path, secrets))
+        if swept:
+            log.warning("harness secret redacted from run files", run_id=folder.run_id, files=swept)
         banked, refusal = self._bank(folder, record, log)
         if self.settings.judge:
             self.judging.start(folder.path, record.scenario_id, folder.run_id)
@@ -150,12 +163,14 @@ class Recorder:
             bank_refusal=refusal,
         )
 
-    def _write(self, folder: RunFolder, log: Log) -> RunRecord:
+    def _write(self, folder: RunFolder, log: Log, secrets: HarnessSecrets) -> RunRecord:
         """Assemble the record from the logged events and write it with its artifacts."""
         events = folder.events()
         submission = submission_of(events)
         kept = self._keep_agent_files(folder, submission, log)
         transcript = self._agent_transcript(folder, submission, log)
+        if transcript is not None:
+            transcript = redacted(transcript, secrets, log, run_id=folder.run_id)
         if transcript is not None and kept is not None:
             transcript = with_kept_files(transcript, kept)
         record = assemble_record(
@@ -164,6 +179,7 @@ class Recorder:
             engine_version=self.settings.engine_version,
             agent_transcript=transcript,
         )
+        record = redacted(record, secrets, log, run_id=folder.run_id)
         artifacts = RunArtifacts()
         if submission is not None:
             artifacts = RunArtifacts(
@@ -236,6 +252,7 @@ class Recorder:
                         if (wrong := misplaced(event, message.subject)) is not None:
                             context.log.warning("misplaced run event skipped", error=wrong)
                         else:
+                            event = redacted(event, context.bus.secrets, context.log)
                             folder.add_event(LoggedEvent(message.seq, message.subject, event))
                     if message.seq >= upto:
                         return

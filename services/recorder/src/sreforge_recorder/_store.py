@@ -15,15 +15,14 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
-import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
+from sreforge_confine import UntrustedFileRefused, read_untrusted
 from sreforge_contracts import (
     AGENT_DIR,
     AgentTranscript,
@@ -51,6 +50,8 @@ __all__ = [
 MAX_AGENT_FILE_BYTES = 64_000_000
 """A kept agent file larger than this is not copied (the runner caps its files below it)."""
 _MAX_AGENT_FILES = 1000
+
+T = TypeVar("T")
 
 
 class RecordSchema:
@@ -171,6 +172,11 @@ class RunFolder:
             refused.append(f"{len(names) - _MAX_AGENT_FILES} more files: over {_MAX_AGENT_FILES}")
         return copied, refused
 
+    def redact(self, sweep: Callable[[Path], T]) -> T:
+        """Run `sweep` over the folder under its lock (no event is logged meanwhile)."""
+        with self._locked():
+            return sweep(self.path)
+
     def write_banking(self, banking: Banking) -> Path:
         """Write `banking.json` (what banking did with the record, or why it refused)."""
         path = self.path / "banking.json"
@@ -274,21 +280,15 @@ def _copy_kept(source: Path, name: str, into: Path) -> str | None:
         return "not a plain relative path"
     if "\\" in name or "\x00" in name:
         return "not a plain relative path"
-    path = source.joinpath(*relative.parts)
-    try:
-        found = path.lstat()
-        inside = path.resolve(strict=True).is_relative_to(source.resolve(strict=True))
-    except OSError as error:
-        return f"cannot read it: {error.strerror or error}"
-    if not stat.S_ISREG(found.st_mode) or not inside:
-        return "not a regular file inside the agent folder"
-    if found.st_size > MAX_AGENT_FILE_BYTES:
-        return f"{found.st_size} bytes, over {MAX_AGENT_FILE_BYTES}"
+    try:  # no link followed at any component, nothing but a regular file, capped
+        data = read_untrusted(source, relative, cap=MAX_AGENT_FILE_BYTES)
+    except UntrustedFileRefused as refused:
+        return refused.reason
     target = into.joinpath(*relative.parts)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        shutil.copyfile(path, temporary, follow_symlinks=False)
+        temporary.write_bytes(data)
         os.replace(temporary, target)
     except OSError as error:
         temporary.unlink(missing_ok=True)

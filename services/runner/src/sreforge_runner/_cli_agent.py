@@ -35,7 +35,7 @@ from sreforge_runner._process import Budgets
 from sreforge_runner._proxy import ModelProxy
 from sreforge_runner._reins import Dispatch
 from sreforge_runner._sessions import collect_native, mini_swe_submitted
-from sreforge_runner._submit import SENTINEL_DIR, SENTINEL_FILE, exclude_paths
+from sreforge_runner._submit import exclude_paths, has_submitted, write_sentinel
 from sreforge_runner._transcript import (
     MODEL_CALLS_LOG,
     route_secrets,
@@ -165,11 +165,8 @@ class CliAgentRein:
         """Exit-is-submit presets get their sentinel; the native session files are copied
         and the logs sealed (capped, every secret and the proxy token redacted); the
         transcript (`agent-transcript.json`) is written, listing what was kept."""
-        sentinel = sandbox.workspace / SENTINEL_DIR / SENTINEL_FILE
-        if self._exit_is_submit(sandbox) and not sentinel.exists():
-            sentinel.parent.mkdir(exist_ok=True)
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            sentinel.write_text(f'{{"submitted_at": "{stamp}", "rca": false}}\n')
+        if self._exit_is_submit(sandbox) and not has_submitted(sandbox.workspace):
+            write_sentinel(sandbox.workspace, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         secrets = route_secrets(self.profile.credential_routes)
         if self._proxy is not None:
             secrets.update(self._proxy.secrets())
@@ -184,7 +181,7 @@ class CliAgentRein:
             model=self.profile.model,
             session=self.session_id,
             confinement=sandbox.confinement,
-            submitted=sentinel.exists(),
+            submitted=has_submitted(sandbox.workspace),
             secrets=secrets,
             native_files=tuple(found.name.removeprefix(f"{NATIVE_DIR}/") for found in native),
             provider=self._proxy.flavor if self._proxy else None,

@@ -6,6 +6,10 @@ sealed at the session's end: every known secret value replaced, and a file past
 its cap cut to its head and tail at line boundaries with a marker saying how
 much was cut. The recorder copies what `kept_files` lists into
 `runs/<run_id>/agent/` before the stack's cleanup removes the folder.
+
+Every source is opened through `sreforge_confine.open_untrusted` (no link followed at
+any component, nothing but a regular file): native session files come from the agent's
+HOME, and a refused one is logged and left out.
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
 from pydantic import JsonValue
+from sreforge_confine import (
+    UntrustedFileMissing,
+    UntrustedFileRefused,
+    is_untrusted_file,
+    open_untrusted,
+)
 from sreforge_contracts import AGENT_DIR, MAX_STDERR_LINES, AgentExit, TimeoutKind
 
 from sreforge_runner._transcript import MODEL_CALLS_LOG, TRANSCRIPT_FILE, redact
@@ -43,6 +54,7 @@ NATIVE_DIR = "native"
 """The agent folder's copy of the native session files."""
 _MAX_NATIVE_FILES = 200
 _MAX_NAME = 300  # native names come from the agent's HOME: they must fit on the bus
+log = structlog.get_logger("sreforge.runner")
 
 
 @dataclass(frozen=True)
@@ -65,23 +77,31 @@ class KeptFile:
 
 
 def keep_file(
-    source: Path, target: Path, *, cap: int, secrets: Mapping[str, str], name: str
+    source: Path,
+    target: Path,
+    *,
+    cap: int,
+    secrets: Mapping[str, str],
+    name: str,
+    root: Path | None = None,
 ) -> KeptFile:
     """Write `source` to `target` (the same path: in place) capped and redacted.
 
-    Sealing again changes nothing: the cut leaves room under `cap` for its marker and
-    for redactions that lengthen the text. Redaction goes line by line, so a large
-    file costs its kept bytes in memory, once.
+    `source` is read through no link below `root` (default: its own folder), and only
+    if it is a regular file; else `UntrustedFileRefused`. Sealing again changes nothing:
+    the cut leaves room under `cap` for its marker and for redactions that lengthen the
+    text. Redaction goes line by line, so a large file costs its kept bytes in memory, once.
     """
-    size = source.stat().st_size
-    with source.open("rb") as handle:
+    base = root or source.parent
+    with open_untrusted(base, source.relative_to(base).as_posix()) as handle:
+        size = os.fstat(handle.fileno()).st_size
         if size <= cap:
-            data, cut = handle.read(), 0
+            data, cut = handle.read(cap), 0
         else:
             half = max(cap // 2 - _SLACK, 1)
             head = handle.read(half)
             handle.seek(size - half)
-            tail = handle.read()
+            tail = handle.read(half)
             head = head[: head.rfind(b"\n") + 1] or head
             tail = tail[tail.find(b"\n") + 1 :] or tail
             cut = size - len(head) - len(tail)
@@ -109,25 +129,25 @@ def seal_logs(root: Path, secrets: Mapping[str, str]) -> list[KeptFile]:
     sealed = []
     for name, cap in KEPT_LOGS.items():
         path = root / name
-        if path.is_file() and not path.is_symlink():
+        try:
             sealed.append(keep_file(path, path, cap=cap, secrets=secrets, name=name))
+        except UntrustedFileMissing:
+            continue
+        except UntrustedFileRefused as refused:
+            log.warning("agent_file.refused", path=refused.path, reason=refused.reason)
     return sealed
 
 
 def kept_files(root: Path) -> tuple[str, ...]:
     """What the recorder is to copy: the logs, the transcript and the native files
     that exist in `root`, relative to it (POSIX paths)."""
-    names = [name for name in (*KEPT_LOGS, TRANSCRIPT_FILE) if _regular(root / name)]
+    names = [name for name in (*KEPT_LOGS, TRANSCRIPT_FILE) if is_untrusted_file(root, name)]
     native = root / NATIVE_DIR
     if native.is_dir():
         found = sorted(path.relative_to(root).as_posix() for path in native.rglob("*"))
-        short = [name for name in found if len(name) <= _MAX_NAME and _regular(root / name)]
+        short = [name for name in found if len(name) <= _MAX_NAME and is_untrusted_file(root, name)]
         names += short[:_MAX_NATIVE_FILES]
     return tuple(names)
-
-
-def _regular(path: Path) -> bool:
-    return path.is_file() and not path.is_symlink()
 
 
 def agent_exit(stream: Path, exit_code: int | None, timeout: TimeoutKind | None) -> AgentExit:
@@ -143,11 +163,13 @@ def agent_exit(stream: Path, exit_code: int | None, timeout: TimeoutKind | None)
 
 def _stderr(stream: Path) -> tuple[list[str], int]:
     """The stderr lines of the stream's last part, and how many the whole stream has."""
-    if not stream.is_file():
+    try:
+        handle = open_untrusted(stream.parent, stream.name)
+    except UntrustedFileRefused:
         return [], 0
     lines: list[str] = []
     count = 0
-    with stream.open("rb") as handle:
+    with handle:
         for raw in handle:
             if b'"stderr"' not in raw:
                 continue

@@ -21,9 +21,15 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sreforge_confine import (
+    UntrustedFileMissing,
+    UntrustedFileRefused,
+    read_untrusted,
+    write_untrusted,
+)
 from sreforge_contracts import HarnessProfile, TimeoutKind
 
 from sreforge_runner._agent_sandbox import AgentSandbox
@@ -32,7 +38,7 @@ from sreforge_runner._errors import ProfileError, SessionError
 from sreforge_runner._kept import seal_logs
 from sreforge_runner._process import Budgets
 from sreforge_runner._reins import Dispatch
-from sreforge_runner._submit import SENTINEL_DIR, SENTINEL_FILE
+from sreforge_runner._submit import has_submitted
 from sreforge_runner._transcript import route_secrets, write_transcript
 
 __all__ = ["MODEL_CALLS_FILE", "TOOLS", "OpenAIRein"]
@@ -40,6 +46,7 @@ __all__ = ["MODEL_CALLS_FILE", "TOOLS", "OpenAIRein"]
 MODEL_CALLS_FILE = "model-calls.jsonl"
 _SYSTEM = "You are an on-call engineer. Use the tools to inspect and fix the code, then submit."
 _OUTPUT_CAP = 12_000
+_MAX_READ_BYTES = 16_000_000
 _DEFAULT_STEPS = 40
 
 
@@ -145,7 +152,7 @@ class OpenAIRein:
             model=self.profile.model,
             session=f"openai-{self.run_id}",
             confinement=sandbox.confinement,
-            submitted=_sentinel(sandbox).exists(),
+            submitted=has_submitted(sandbox.workspace),
             secrets=secrets,
             profile_metadata=self.profile.metadata,
             files=[found.as_json() for found in kept],
@@ -170,7 +177,7 @@ class OpenAIRein:
                 self._messages.append(
                     {"role": "tool", "tool_call_id": call.get("id", ""), "content": result}
                 )
-            if self._submitted or _sentinel(sandbox).exists():  # `submit` from the shell too
+            if self._submitted or has_submitted(sandbox.workspace):  # `submit` from the shell too
                 self._submitted = True
                 return "submitted"
         return "max_steps"
@@ -280,10 +287,6 @@ class OpenAIRein:
         return "Submitted." if self._submitted else f"submit failed ({outcome.exit_code})"
 
 
-def _sentinel(sandbox: AgentSandbox) -> Path:
-    return sandbox.workspace / SENTINEL_DIR / SENTINEL_FILE
-
-
 def _within(
     budgets: Budgets, started: float, limit: float | None, kind: TimeoutKind
 ) -> tuple[float, TimeoutKind]:
@@ -296,25 +299,34 @@ def _within(
     return limit, kind
 
 
-def _confined(workspace: Path, relative: str) -> Path | None:
-    root = workspace.resolve()
-    target = (root / relative).resolve()
-    return target if target.is_relative_to(root) and ".git" not in target.parts else None
+def _confined(relative: str) -> str | None:
+    """`relative` as a plain path in the repository (no `..`, not absolute, not `.git`)."""
+    path = PurePosixPath(relative)
+    plain = bool(path.parts) and not path.is_absolute() and ".." not in path.parts
+    return relative if plain and ".git" not in path.parts else None
 
 
 def _read(workspace: Path, relative: str) -> str:
-    target = _confined(workspace, relative)
-    if target is None or not target.is_file():
-        return f"error: no such file in the repository: {relative}"
-    return _cap(target.read_text(errors="replace"))
+    # The workspace is the agent's: a link in it is refused, never followed by the host.
+    target = _confined(relative)
+    missing = f"error: no such file in the repository: {relative}"
+    try:
+        data = read_untrusted(workspace, target, cap=_MAX_READ_BYTES) if target else None
+    except UntrustedFileMissing:
+        return missing
+    except UntrustedFileRefused as refused:
+        return f"error: cannot read {relative}: {refused.reason}"
+    return missing if data is None else _cap(data.decode(errors="replace"))
 
 
 def _write(workspace: Path, relative: str, content: str) -> str:
-    target = _confined(workspace, relative)
+    target = _confined(relative)
     if target is None:
         return f"error: {relative} is outside the repository"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(content)
+    try:
+        write_untrusted(workspace, target, content.encode(), make_parents=True)
+    except UntrustedFileRefused as refused:
+        return f"error: cannot write {relative}: {refused.reason}"
     return f"wrote {len(content)} characters to {relative}"
 
 

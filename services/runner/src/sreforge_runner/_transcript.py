@@ -7,7 +7,9 @@ replaced (`[REDACTED:<NAME>]`), and completeness flags. `model_calls` summarises
 the model-call log (`model-calls.jsonl`, written by the model proxy or the
 `openai` rein): calls, tokens in/out, estimated cost, latency, and one compact
 row per call; `model_usage` gives the same summary, without the rows, for the
-evidence.
+evidence. The logs are the runner's own (the agent folder's top is bound into no
+sandbox), read through `sreforge_confine.read_untrusted` all the same: no link
+followed, only a regular file, capped.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import JsonValue
+from sreforge_confine import UntrustedFileRefused, read_untrusted
 from sreforge_contracts import AgentTranscript, Confinement, SandboxKind
 
 from sreforge_runner._errors import ProfileError
@@ -53,6 +56,7 @@ _MAX_MODELS = 10
 _MAX_NAME = 80
 _MIN_SECRET = 6
 _ROW_KEYS = ("call", "t", "method", "path", "model", "status", "latency_s")
+_MAX_LOG_BYTES = 64_000_000  # over every kept log's cap (`KEPT_LOGS`)
 
 
 def redact(text: str, secrets: Mapping[str, str]) -> tuple[str, int]:
@@ -72,9 +76,9 @@ def route_secrets(routes: tuple[str, ...]) -> dict[str, str]:
 
 def scrub_file(path: Path, secrets: Mapping[str, str]) -> int:
     """Replace every secret value in the file at `path`; return how many were replaced."""
-    if not secrets or not path.is_file():
+    text = _read_log(path) if secrets else None
+    if text is None:
         return 0
-    text = path.read_text(errors="replace")
     clean, count = redact(text, secrets)
     if count:
         path.write_text(clean)
@@ -141,12 +145,21 @@ def write_transcript(
     return path
 
 
+def _read_log(path: Path) -> str | None:
+    """The text of a log in the agent folder; None when absent or not a plain file."""
+    try:
+        return read_untrusted(path.parent, path.name, cap=_MAX_LOG_BYTES).decode(errors="replace")
+    except UntrustedFileRefused:
+        return None
+
+
 def _lines(path: Path, secrets: Mapping[str, str]) -> tuple[list[JsonValue], int, int]:
-    if not path.is_file():
+    text = _read_log(path)
+    if text is None:
         return [], 0, 0
     lines: list[JsonValue] = []
     redactions = unreadable = 0
-    for raw in path.read_text(errors="replace").splitlines():
+    for raw in text.splitlines():
         clean, count = redact(raw, secrets)
         redactions += count
         try:
@@ -166,9 +179,10 @@ def _model_calls(
     path: Path, profile_metadata: Mapping[str, str], *, rows: bool
 ) -> dict[str, JsonValue] | None:
     """The model-call log summed up; `rows` adds one compact row per call (capped)."""
-    if not path.is_file():
+    text = _read_log(path)
+    if text is None:
         return None
-    lines = path.read_text(errors="replace").splitlines()
+    lines = text.splitlines()
     entries = [entry for entry in map(_entry, lines) if entry is not None]
     tally = _Tally()
     for entry in entries:

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from sreforge_confine import UntrustedFileMissing, UntrustedFileRefused, read_untrusted
+
 from sreforge_deployer._errors import WorkspaceError
 from sreforge_deployer.gate._judge import Judge
 from sreforge_deployer.gate._test_sets import (
@@ -193,14 +195,13 @@ def _protected_tree(tree: Path, base: Path, changed: ChangedTests) -> list[str]:
 
 def _kept_file_complaints(tree: Path, kept: str) -> list[str]:
     """A changed test file kept as submitted must be a plain test module."""
-    path = tree / kept
-    if path.is_symlink() or not path.resolve().is_relative_to(tree.resolve()):
-        return [f"{kept}: a symlink, kept as submitted (a changed test must be a file)"]
-    if not path.is_file():
+    try:
+        text = read_untrusted(tree, kept, cap=_MAX_KEPT_BYTES).decode(errors="replace")
+    except UntrustedFileMissing:
         return []
-    if path.stat().st_size > _MAX_KEPT_BYTES:
-        return [f"{kept}: over {_MAX_KEPT_BYTES} bytes, kept as submitted"]
-    hooks = plugin_hooks(path.read_text(errors="replace"))
+    except UntrustedFileRefused as refused:
+        return [f"{kept}: {refused.reason}, kept as submitted (a changed test must be a file)"]
+    hooks = plugin_hooks(text)
     return [f"{kept}: defines {name}, which reaches into pytest itself" for name in hooks]
 
 

@@ -9,7 +9,6 @@ configuration at the root (`pytest.ini`, `.pytest.ini`, `pyproject.toml`, `setup
 from __future__ import annotations
 
 import ast
-import stat
 import sys
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable
@@ -17,6 +16,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Literal
+
+from sreforge_confine import UntrustedFileRefused, read_untrusted
 
 __all__ = [
     "GRADED_SETS",
@@ -174,12 +175,10 @@ class JunitReport:
 def read_junit(path: Path) -> JunitReport | None:
     """The report pytest wrote at `path`; None when absent, a symlink, too big or not JUnit."""
     try:
-        # lstat: a report the code under test swapped for a symlink is not followed.
-        facts = path.lstat()
-        if not stat.S_ISREG(facts.st_mode) or facts.st_size > MAX_JUNIT_BYTES:
-            return None
-        root = ElementTree.parse(path).getroot()
-    except (OSError, ElementTree.ParseError):
+        # The code under test may have swapped the report for a link or a FIFO.
+        data = read_untrusted(path.parent, path.name, cap=MAX_JUNIT_BYTES)
+        root = ElementTree.fromstring(data)
+    except (UntrustedFileRefused, ElementTree.ParseError):
         return None
     if root.tag not in ("testsuites", "testsuite"):
         return None

@@ -24,6 +24,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from sreforge_bus import forget_secret, guard_secret
+
 from sreforge_deployer._errors import ComponentStartError, DeployerError, StackSpecError
 from sreforge_deployer._ports import listening_ports
 from sreforge_deployer._process import (
@@ -133,6 +135,7 @@ class PostgresServer:
         self.startup_timeout_seconds = startup_timeout_seconds
         self._component: Component | None = None
         self._password = secrets.token_urlsafe(24)  # the superuser's; kept in memory only
+        guard_secret(self._password)  # redacted from every message and record of this process
 
     @property
     def data_dir(self) -> Path:
@@ -199,6 +202,7 @@ class PostgresServer:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=timeout_seconds)
         shutil.rmtree(self.root, ignore_errors=True)
+        forget_secret(self._password)
         return self.leftovers(None if component is None else component.pgid)
 
     def leftovers(self, pgid: int | None) -> list[str]:

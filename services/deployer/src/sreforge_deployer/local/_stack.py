@@ -14,11 +14,7 @@ from sreforge_deployer import _lifecycle as lifecycle
 from sreforge_deployer._confine import check as check_confinement
 from sreforge_deployer._confine import confinement_for
 from sreforge_deployer._delivery import baked_patches
-from sreforge_deployer._errors import (
-    DeployerError,
-    LoadControlError,
-    TeardownIncompleteError,
-)
+from sreforge_deployer._errors import DeployerError, LoadControlError, TeardownIncompleteError
 from sreforge_deployer._load import post_load
 from sreforge_deployer._memory import remove_run_cgroups
 from sreforge_deployer._observability import (
@@ -52,6 +48,7 @@ from sreforge_deployer._workspace import Workspace
 from sreforge_deployer.local._postgres import POSTGRES, PostgresServer, database_url, run_postgres
 from sreforge_deployer.local._state import StackRecord, live_groups
 from sreforge_deployer.local._teardown import TeardownReport, leftovers
+from sreforge_deployer.local._warden import watch_owner
 
 __all__ = ["LocalStack", "StackEndpoints", "TeardownReport"]
 
@@ -120,6 +117,8 @@ class LocalStack:
         self.identity.make_run_dir()
         try:
             self._lease_ports()
+            if self.settings.stacks_die_with_owner:  # before the record that names the owner
+                watch_owner(self.settings.runs_root)
             self._record().write()
             self._build_workspace()
             self._seed()
@@ -373,6 +372,7 @@ class LocalStack:
             fault_commit=self.fault_commit,
             armed_at=self.armed_at,
             engine_home=self.settings.engine_home,
+            dies_with_owner=self.settings.stacks_die_with_owner,
         )
 
     def _agent_names(self) -> set[str]:

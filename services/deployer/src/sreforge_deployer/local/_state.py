@@ -66,6 +66,10 @@ class StackRecord(BaseModel):
     The runs root is shared by every home, so `stack down --all` tears down only the
     stacks of its own home."""
 
+    dies_with_owner: bool = False
+    """Torn down once its owner is gone, by the owner's warden or the next engine start
+    (`reap_orphans`); False: a restarted deployer may adopt it, so it is left alone."""
+
     def owned_by(self, home: Path) -> bool:
         """Whether this stack was started from engine home `home` (False when unrecorded)."""
         return self.engine_home is not None and _same(self.engine_home, home)

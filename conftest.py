@@ -1,14 +1,18 @@
 """Shared pytest fixtures: a real, pinned `nats-server` per test and a bootstrapped bus; a
-Docker engine with what the compose topology's stack image is built from. Hooks: the
+Docker engine with what the compose topology's stack image is built from; the structured
+log events a test caused, however logging was configured. Hooks: the
 whole-run tests go last and their runs start first, in the background (`wholerun`)."""
 
 from __future__ import annotations
 
+import logging
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import structlog
 from sreforge_bus import Bus, bootstrap, connect
 from sreforge_bus.embedded import NatsServer, start_nats_server
 
@@ -36,6 +40,32 @@ async def bus(nats_server: NatsServer) -> AsyncIterator[Bus]:
         yield connected
     finally:
         await connected.close()
+
+
+LogEvents = Callable[[], list[dict[str, Any]]]
+
+
+@pytest.fixture
+def log_events(caplog: pytest.LogCaptureFixture) -> Iterator[LogEvents]:
+    """The structured log events emitted so far in the test (each with `log_level`).
+
+    `structlog.testing.capture_logs` alone misses a module's logger that an earlier test
+    made real (`configure_logging` caches loggers on first use, routed to stdlib logging):
+    those events arrive through `caplog` as the event dicts themselves.
+    """
+    caplog.set_level(logging.DEBUG)
+    with structlog.testing.capture_logs() as captured:
+
+        def events() -> list[dict[str, Any]]:
+            found = [dict(entry) for entry in captured]
+            for record in caplog.records:
+                if isinstance(record.msg, dict):
+                    entry = dict(record.msg)
+                    entry.setdefault("log_level", record.levelname.lower())
+                    found.append(entry)
+            return found
+
+        yield events
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,9 @@ password and the trigger's webhook token, published by the runner in `Submitted`
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sreforge_bus import (
@@ -28,7 +29,6 @@ from sreforge_bus import (
 from sreforge_bus.embedded import start_nats_server
 from sreforge_bus.testing import read_stream
 from sreforge_contracts import RunFailed, Submission, Submitted, parse_event
-from structlog.testing import capture_logs
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -146,15 +146,15 @@ async def guarded_runner(home: Path) -> AsyncIterator[tuple[Bus, Bus]]:
 
 
 async def test_the_operators_password_in_an_rca_never_reaches_the_stream(
-    home: Path, guarded_runner: tuple[Bus, Bus]
+    home: Path, guarded_runner: tuple[Bus, Bus], log_events: Callable[[], list[dict[str, Any]]]
 ) -> None:
     """The canary: what is stored holds the marker, not the password or the token, still
     parses as the `Submitted` it was, and a warning names the subject (never the value)."""
     runner, reader = guarded_runner
     password = operator_password(home)
     rca = f"root cause: user operator password {password}; webhook {TRIGGER_TOKEN}"
-    with capture_logs() as logs:
-        await runner.publish(submitted(rca))
+    await runner.publish(submitted(rca))
+    logs = log_events()
     [stored] = await read_stream(reader, "sreforge.run.run-0001.Submitted", 1)
     assert password.encode() not in stored.data
     assert TRIGGER_TOKEN.encode() not in stored.data
@@ -171,13 +171,12 @@ async def test_the_operators_password_in_an_rca_never_reaches_the_stream(
 
 
 async def test_a_clean_message_is_published_untouched(
-    guarded_runner: tuple[Bus, Bus],
+    guarded_runner: tuple[Bus, Bus], log_events: Callable[[], list[dict[str, Any]]]
 ) -> None:
     """No secret, no change and no warning: the guard costs a few byte checks."""
     runner, reader = guarded_runner
     event = submitted("the cache TTL was zero")
-    with capture_logs() as logs:
-        await runner.publish(event)
+    await runner.publish(event)
     [stored] = await read_stream(reader, "sreforge.run.run-0001.Submitted", 1)
     assert stored.data == event.model_dump_json().encode()
-    assert not [entry for entry in logs if entry["event"] == "harness secret redacted"]
+    assert not [entry for entry in log_events() if entry["event"] == "harness secret redacted"]

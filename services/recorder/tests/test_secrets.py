@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,6 @@ from sreforge_bus.embedded import NatsServer
 from sreforge_bus.testing import consumer_settled, poll
 from sreforge_contracts import Event, Recorded, Submitted, parse_run_record
 from sreforge_recorder import CONSUMER, RecorderSettings, recorder_service
-from structlog.testing import capture_logs
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -95,6 +94,7 @@ async def test_a_secret_in_a_submission_reaches_no_file_of_the_run(
     home: Path,
     tmp_path: Path,
     guarded_recorder: None,
+    log_events: Callable[[], list[dict[str, Any]]],
 ) -> None:
     """Every file of the run folder and the bank is free of the password and the token;
     the marker stands where they were; the record's sha256 is the written file's."""
@@ -104,14 +104,14 @@ async def test_a_secret_in_a_submission_reaches_no_file_of_the_run(
     events: list[Event] = story.happy()
     events[5] = leaking_submission(story, agent, password)
     run_dir = settings.runs_dir / story.run_id
-    with capture_logs() as logs:
-        for event in events:
-            await bus.publish(event)
+    for event in events:
+        await bus.publish(event)
 
-        async def recorded() -> bool:
-            return exists(run_dir / "record.json") and await consumer_settled(bus, "recorder")
+    async def recorded() -> bool:
+        return exists(run_dir / "record.json") and await consumer_settled(bus, "recorder")
 
-        await poll(recorded, "the run recorded and every event acked", timeout=30)
+    await poll(recorded, "the run recorded and every event acked", timeout=30)
+    logs = log_events()
 
     written = files_under(run_dir, settings.store_dir, settings.records_root)
     assert {"events.jsonl", "record.json", "rca.txt", "diff.patch", "notes.md"} <= {

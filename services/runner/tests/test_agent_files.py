@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sreforge_runner import collect_native, kept_files, seal_logs
 from sreforge_runner._openai_rein import _read, _write
 from sreforge_runner._sessions import mini_swe_submitted
 from sreforge_runner._submit import has_submitted, write_sentinel
-from structlog.testing import capture_logs
 
 SECRET = "OPERATOR-SEED-VALUE"
 
@@ -28,7 +29,9 @@ def _tree_text(folder: Path) -> str:
     return "".join(p.read_text() for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def test_a_symlinked_session_file_in_home_is_not_collected(tmp_path: Path, secret: Path) -> None:
+def test_a_symlinked_session_file_in_home_is_not_collected(
+    tmp_path: Path, secret: Path, log_events: Callable[[], list[dict[str, Any]]]
+) -> None:
     """Claude's session glob matching a link to the credential: skipped, and said so."""
     home = tmp_path / "home"
     projects = home / ".claude" / "projects" / "ws"
@@ -36,11 +39,10 @@ def test_a_symlinked_session_file_in_home_is_not_collected(tmp_path: Path, secre
     (projects / "real.jsonl").write_text('{"said": "hi"}\n')
     (projects / "leak.jsonl").symlink_to(secret)
     into = tmp_path / "agent" / "native"
-    with capture_logs() as logs:
-        copied = collect_native("claude-code", home, into, {})
+    copied = collect_native("claude-code", home, into, {})
     assert [found.name for found in copied] == ["native/.claude/projects/ws/real.jsonl"]
     assert SECRET not in _tree_text(tmp_path / "agent")
-    assert logs == [], "the first look skips a link without opening it"
+    assert log_events() == [], "the first look skips a link without opening it"
 
 
 def test_a_symlinked_folder_on_the_session_path_is_not_walked(tmp_path: Path, secret: Path) -> None:
@@ -78,17 +80,18 @@ def test_a_linked_or_fifo_trajectory_is_no_submission(tmp_path: Path) -> None:
     assert not mini_swe_submitted(home)
 
 
-def test_kept_files_and_sealing_skip_what_is_not_a_plain_file(tmp_path: Path, secret: Path) -> None:
+def test_kept_files_and_sealing_skip_what_is_not_a_plain_file(
+    tmp_path: Path, secret: Path, log_events: Callable[[], list[dict[str, Any]]]
+) -> None:
     """A link in the agent folder is neither sealed in place nor listed for the recorder."""
     root = tmp_path / "agent"
     (root / "native" / "session").mkdir(parents=True)
     (root / "output.log").symlink_to(secret)
     (root / "native" / "session" / "traj.json").symlink_to(secret)
     (root / "stream.jsonl").write_text('{"stream": "stdout", "text": "ok"}\n')
-    with capture_logs() as logs:
-        sealed = seal_logs(root, {})
+    sealed = seal_logs(root, {})
     assert [found.name for found in sealed] == ["stream.jsonl"]
-    assert [entry["reason"] for entry in logs] == ["output.log is a symbolic link"]
+    assert [entry["reason"] for entry in log_events()] == ["output.log is a symbolic link"]
     assert kept_files(root) == ("stream.jsonl",)
     assert SECRET in secret.read_text(), "the link's target is untouched"
 

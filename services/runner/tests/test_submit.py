@@ -7,6 +7,7 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sreforge_runner import (
@@ -15,7 +16,6 @@ from sreforge_runner import (
     install_submit,
     read_sentinel,
 )
-from structlog.testing import capture_logs
 
 Git = Callable[..., str]
 
@@ -106,7 +106,7 @@ def _submitted(folder: Path, rca: bool) -> None:
 
 
 def test_a_symlinked_rca_is_no_rca_and_nothing_of_its_target_is_read(
-    tiny_repo: Path, tmp_path: Path
+    tiny_repo: Path, tmp_path: Path, log_events: Callable[[], list[dict[str, Any]]]
 ) -> None:
     """The leak found by a cheating agent: `rca.md` → the engine home's bus credential."""
     secret = tmp_path / "engine-home" / "operator.json"
@@ -115,11 +115,10 @@ def test_a_symlinked_rca_is_no_rca_and_nothing_of_its_target_is_read(
     folder = tiny_repo / SENTINEL_DIR
     _submitted(folder, rca=True)
     (folder / "rca.md").symlink_to(secret)
-    with capture_logs() as logs:
-        sentinel = read_sentinel(tiny_repo)
+    sentinel = read_sentinel(tiny_repo)
     assert sentinel is not None
     assert sentinel.rca is None
-    assert [entry["reason"] for entry in logs] == ["rca.md is a symbolic link"]
+    assert [entry["reason"] for entry in log_events()] == ["rca.md is a symbolic link"]
 
 
 def test_a_symlinked_sentinel_is_no_submission(tiny_repo: Path) -> None:

@@ -1,14 +1,11 @@
 """Campaign throughput: runs per hour, verdict agreement with serial runs, memory per run.
 
 For each concurrency level (default 1, 3, 6, 10) runs one real `sreforge campaign` of the
-agents (default reference and noop) on one scenario (default latency-cache-stampede at
-time scale 0.1) with as many runs as the level, rounded up to a multiple of the agents
-(as many of each), on the embedded engine in a subprocess with its own engine home,
-records, stacks root and campaigns folder. Level 1 runs one of each, one at a time: the
-serial verdicts the other levels are compared with. With `--compare` every level above 1
-runs twice, under the admission of issue 28 (memory and CPU, the default) and under the
-one before it (memory only, `admit_by_cpu = false`), side by side. While a level runs, a
-thread samples every 0.5 s the
+reference and noop agents on one scenario (default latency-cache-stampede at time scale
+0.1) with as many runs as the level, rounded up to even (half of them each), on
+the embedded engine in a subprocess with its own engine home, records, stacks root and
+campaigns folder. Level 1 runs one of each, one at a time: the serial verdicts the
+other levels are compared with. While a level runs, a thread samples every 0.5 s the
 summed RSS and PSS of each run's stack (its process groups, from the stack state files)
 and the machine's used memory. RSS counts a page shared by several processes (the
 interpreter, its libraries) once per process; PSS divides it among them, so the PSS of
@@ -20,15 +17,12 @@ a run's processes summed is what the run costs the machine. Prints one column pe
 - the runs' median wall time (submit → record);
 - peak stack RSS and PSS per run (the largest run's peak) and the machine's memory rise at the
   level's peak divided by its runs (engine, agents, CI and stacks together);
-- the 1-minute load average's peak and CPU pressure's (PSI `some avg10`, %).
+- the 1-minute load average's peak.
 
 SPEC §11's targets: 10 at once with verdicts identical to serial, ≥ 200 quick runs/hour,
 ≤ 200 MB per run, a quick run ≤ 60 s alone.
 
     python bench/campaign.py [--levels 1,3,6,10] [--time-scale 0.1] [--scenario ID]
-                             [--agents reference,noop] [--compare]
-
-Issue 28's measurement: `python bench/campaign.py --levels 10 --agents reference --compare`.
 """
 
 from __future__ import annotations
@@ -48,8 +42,6 @@ from pathlib import Path
 import psutil
 from sreforge_deployer.local import list_stacks
 
-from sreforge._machine import cpu_pressure
-
 REPO = Path(__file__).resolve().parents[1]
 AGENTS = ("reference", "noop")
 MIB = 2**20
@@ -60,7 +52,6 @@ class Level:
     """What one concurrency level measured."""
 
     concurrency: int
-    admit_by_cpu: bool = True
     runs: int = 0
     wall_s: float = 0.0
     verdicts: dict[str, list[str]] = field(default_factory=dict)
@@ -69,7 +60,6 @@ class Level:
     peak_stack_pss: int = 0
     peak_machine_rise: int = 0
     peak_load: float = 0.0
-    peak_pressure: float | None = None
     exit_code: int | None = None
 
 
@@ -95,8 +85,6 @@ class Sampler:
         while not self._stop.wait(0.5):
             level = self.level
             level.peak_load = max(level.peak_load, os.getloadavg()[0])
-            if (pressure := cpu_pressure()) is not None:
-                level.peak_pressure = max(level.peak_pressure or 0.0, pressure)
             rise = psutil.virtual_memory().used - self.baseline
             level.peak_machine_rise = max(level.peak_machine_rise, rise)
             groups: dict[int, str] = {}
@@ -121,26 +109,17 @@ class Sampler:
                 level.peak_stack_pss = max(level.peak_stack_pss, *pss.values())
 
 
-def run_level(
-    concurrency: int,
-    scenario: str,
-    time_scale: float,
-    scratch: Path,
-    agents: tuple[str, ...] = AGENTS,
-    admit_by_cpu: bool = True,
-) -> Level:
-    """One campaign of `concurrency` runs, `concurrency` at once (at most: admission
-    decides), admitted by memory and CPU or, with `admit_by_cpu` false, by memory only."""
-    level = Level(concurrency, admit_by_cpu)
-    root = scratch / f"c{concurrency}{'' if admit_by_cpu else '-memory'}"
+def run_level(concurrency: int, scenario: str, time_scale: float, scratch: Path) -> Level:
+    """One campaign of `concurrency` runs, `concurrency` at once."""
+    level = Level(concurrency)
+    root = scratch / f"c{concurrency}"
     root.mkdir()
-    trials = max(1, -(-concurrency // len(agents)))
+    trials = max(1, (concurrency + 1) // 2)
     spec = root / "bench.toml"
     spec.write_text(
-        f'scenarios = ["{scenario}"]\nagents = {json.dumps(list(agents))}\n'
-        f"trials = {trials}\ntime_scale = {time_scale}\nconcurrency = {concurrency}\n"
+        f'scenarios = ["{scenario}"]\nagents = ["reference", "noop"]\ntrials = {trials}\n'
+        f"time_scale = {time_scale}\nconcurrency = {concurrency}\n"
         "stack_memory_mb = 150\nreserve_memory_mb = 256\n"
-        f"admit_by_cpu = {'true' if admit_by_cpu else 'false'}\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("SREFORGE_")}
     env.update(
@@ -149,7 +128,7 @@ def run_level(
         SREFORGE_RECORDER_RUNS_DIR=str(root / "records"),
         SREFORGE_RECORDER_BANK="false",
         SREFORGE_DEPLOYER_RUNS_ROOT=str(root / "stacks"),
-        SREFORGE_CORRELATOR_AGENTS=",".join(agents),
+        SREFORGE_CORRELATOR_AGENTS=",".join(AGENTS),
     )
     started = time.monotonic()
     with Sampler(root / "stacks", level), (root / "campaign.log").open("w") as log:
@@ -187,21 +166,15 @@ def main() -> int:
     parser.add_argument("--levels", default="1,3,6,10")
     parser.add_argument("--time-scale", type=float, default=0.1)
     parser.add_argument("--scenario", default="latency-cache-stampede")
-    parser.add_argument("--agents", default=",".join(AGENTS))
-    parser.add_argument("--compare", action="store_true",
-                        help="each level above 1 also under memory-only admission")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="keep every level's folder here")
     args = parser.parse_args()
     levels = sorted({int(text) for text in args.levels.split(",") if text.strip()} | {1})
-    agents = tuple(name.strip() for name in args.agents.split(",") if name.strip())
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="bench-campaign-"))
     scratch.mkdir(parents=True, exist_ok=True)
-    plan = [(c, by_cpu) for c in levels for by_cpu in (True, False)
-            if by_cpu or (args.compare and c > 1)]  # fmt: skip
     measured = []
-    for concurrency, by_cpu in plan:
-        level = run_level(concurrency, args.scenario, args.time_scale, scratch, agents, by_cpu)
-        print(f"level {_name(level)}: {level.runs} runs in {level.wall_s:.0f} s, "
+    for concurrency in levels:
+        level = run_level(concurrency, args.scenario, args.time_scale, scratch)
+        print(f"level {concurrency}: {level.runs} runs in {level.wall_s:.0f} s, "
               f"exit {level.exit_code}", file=sys.stderr, flush=True)  # fmt: skip
         measured.append(level)
     serial = {agent: verdicts[0] for agent, verdicts in measured[0].verdicts.items() if verdicts}
@@ -218,23 +191,14 @@ def main() -> int:
             f"{m.peak_machine_rise / MIB / max(1, m.runs):.0f}" for m in measured
         ],
         "peak load (1 min)": [f"{m.peak_load:.1f}" for m in measured],
-        "peak CPU pressure (some avg10 %)": [
-            "-" if m.peak_pressure is None else f"{m.peak_pressure:.0f}" for m in measured
-        ],
     }
     width = max(len(name) for name in rows)
-    header = "".join(f"{_name(m):>16}" for m in measured)
+    header = "".join(f"{'c=' + str(m.concurrency):>16}" for m in measured)
     print(f"{'':<{width}}{header}")
     for name, cells in rows.items():
         print(f"{name:<{width}}" + "".join(f"{cell:>16}" for cell in cells))
     print(f"(folders in {scratch})", file=sys.stderr)
     return 0
-
-
-def _name(level: Level) -> str:
-    if level.concurrency == 1:
-        return "c=1"
-    return f"c={level.concurrency} {'cpu' if level.admit_by_cpu else 'memory'}"
 
 
 def _verdicts(level: Level) -> str:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 import structlog
@@ -36,10 +34,8 @@ from sreforge_correlator import CorrelatorService, CorrelatorSettings
 from sreforge_correlator._settings import default_use_cases
 from sreforge_recorder import RecorderSettings, recorder_service
 
-from sreforge._admission import Admission, MachineNow, PhaseCosts
 from sreforge._engine import load_services
-from sreforge._settings import EngineSettings
-from sreforge._workers import HostAdmission, pinned_durables, worker_admission, worker_services
+from sreforge._workers import pinned_durables, worker_services
 from sreforge.campaign._outcome import lost_its_host
 from sreforge.campaign._store import Result
 from sreforge.cli import SERVICE_NAMES
@@ -181,75 +177,3 @@ async def test_a_run_whose_host_died_ends_error_with_exactly_one_record(
     record = json.loads(records[0].read_text())
     assert record["verdict"] == "error"
     assert "worker host 'a'" in json.dumps(record)
-
-
-class Probe:
-    """A deployer handler that reads the host's used slots while it handles each run."""
-
-    def __init__(self) -> None:
-        self.read: Callable[[], int] = lambda: -1
-        self.seen: list[int] = []
-
-    async def __call__(self, event: Event, context: Context) -> Sequence[Event]:
-        self.seen.append(self.read())
-        return ()
-
-
-@dataclass
-class Machine:
-    """A machine whose CPU pressure the test sets."""
-
-    pressure: float = 0.0
-
-    def __call__(self) -> MachineNow:
-        return MachineNow(available_mb=20_000.0, cores=2.0, cpu_pressure=self.pressure)
-
-
-@pytest.mark.integration
-async def test_a_host_pulls_a_run_only_while_admission_takes_its_boot(bus: Bus) -> None:
-    """The host's pull sees its slots full while its runs' phases (from the deployer's
-    routes) and the new run's boot would overrun the cores, or the CPU is under pressure;
-    else all but one full, so runs come one at a time."""
-    await bootstrap(bus)
-    costs = PhaseCosts(boot=1.25, incident=0.25, ci=1.5, redeploy=0.25, grading=0.5,
-                       teardown=0.25)  # fmt: skip
-    admission = Admission(3, 200.0, 500.0, costs, cpu_budget=1.0, max_cpu_pressure=25.0)
-    machine = Machine()
-    lease = HostLease("a", 30)
-    await lease.acquire(bus.runs)
-    probe = Probe()
-    names = ("deployer-stack", "deployer-submitted", "deployer-scored", "deployer-cleanup")
-    routes: list[Route[Any]] = [Route.on(ConsumerSpec(names[0], ("sreforge.run.*.RunRequested",)),
-                                         RunRequested, probe)]  # fmt: skip
-    routes += [Route.on(ConsumerSpec(name, (f"sreforge.run.*.{name}",)), RunFailed, probe)
-               for name in names[1:]]  # fmt: skip
-    service = Service(name="deployer", routes=tuple(routes))
-    [worker] = worker_services([service], lease, 3, HostAdmission(admission, machine))
-    stack, submitted, scored, cleanup = worker.routes
-    assert stack.held is not None
-    probe.read = stack.held
-    context = _context(bus)
-    assert stack.held() == 2  # nothing held: one run may come
-    await stack.handler(_event(RunRequested, "run-1"), context)  # boot 1.25 + boot: no
-    assert stack.held() == 2  # incident 0.25 + boot 1.25 fit two cores
-    await submitted.handler(_event(RunFailed, "run-1"), context)  # CI 1.5 + boot: no
-    assert stack.held() == 2  # grading 0.5 + boot fit
-    machine.pressure = 30.0
-    assert stack.held() == 3
-    machine.pressure = 0.0
-    await scored.handler(_event(RunFailed, "run-1"), context)
-    await cleanup.handler(_event(RunFailed, "run-1"), context)
-    assert probe.seen == [3, 3, 2, 2]
-    assert stack.held() == 2
-
-
-def test_a_worker_hosts_admission_comes_from_its_settings() -> None:
-    """`SREFORGE_WORKER_*` set the host's rule; CPU budgeting off is memory and slots only."""
-    settings = EngineSettings(worker_slots=4, worker_cpu_budget=0.75, worker_max_cpu_pressure=10)
-    admission = worker_admission(settings).admission
-    assert (admission.concurrency, admission.cpu_budget, admission.max_cpu_pressure) == (
-        4, 0.75, 10.0,
-    )  # fmt: skip
-    off = EngineSettings(worker_admit_by_cpu=False, worker_reserve_memory_mb=100)
-    assert worker_admission(off).admission.cpu_budget is None
-    assert worker_admission(off).admission.reserve_mb == 100

@@ -107,11 +107,10 @@ def run_engine(names: Sequence[str], *, embedded: bool = True, worker: str | Non
     wire_defaults(settings, separate_processes=not embedded)
     services = load_services(names)
     if worker is not None:
-        from sreforge._workers import worker_admission, worker_services
+        from sreforge._workers import worker_services
 
         lease = HostLease(worker, settings.worker_lease_ttl_seconds)
-        admission = worker_admission(settings)
-        services = worker_services(services, lease, settings.worker_slots, admission)
+        services = worker_services(services, lease, settings.worker_slots)
     crashed = asyncio.run(
         _serve_until_signalled(settings, services, embedded=embedded, worker=worker)
     )

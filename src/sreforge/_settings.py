@@ -49,16 +49,6 @@ class EngineSettings(BaseSettings):
     durables too, so one `server.conf` serves every host (`sreforge bus config`)."""
     worker_slots: int = Field(default=2, ge=1)
     """Stacks a worker host runs at once (`sreforge serve --worker`)."""
-    worker_admit_by_cpu: bool = True
-    """Whether a worker host budgets its cores by its runs' phases (`sreforge._admission`)."""
-    worker_cpu_budget: float = Field(default=1.0, gt=0, le=64)
-    """The share of the host's cores its runs' phases may add up to."""
-    worker_max_cpu_pressure: float = Field(default=25.0, ge=0, le=100)
-    """No new run while the host's CPU pressure (PSI `some avg10`, %) is above this."""
-    worker_stack_memory_mb: float = Field(default=200.0, gt=0)
-    """What one run's stack is expected to take at its peak."""
-    worker_reserve_memory_mb: float = Field(default=512.0, ge=0)
-    """Memory a worker host leaves free: a run starts only above stack + reserve."""
     worker_lease_ttl_seconds: float = Field(default=15.0, gt=0)
     """How long a worker host's lease holds unrenewed: the longest its runs outlive it."""
 

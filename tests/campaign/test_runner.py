@@ -11,13 +11,11 @@ import asyncio
 import io
 import os
 import signal
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from fakeengine import FakeEngine, fake_engine
 
-from sreforge._admission import MachineNow
 from sreforge._settings import EngineSettings
 from sreforge.campaign._runner import run_campaign
 from sreforge.campaign._spec import parse_spec
@@ -32,24 +30,6 @@ SPEC = parse_spec(
     "trials = 3\ntime_scale = 0.1\nconcurrency = 2\nreserve_memory_mb = 0\n",
     "c.toml",
 )
-
-
-def quiet() -> MachineNow:
-    """Two cores, memory to spare, no CPU pressure: admission by slots alone."""
-    return MachineNow(available_mb=20_000.0, cores=2.0, cpu_pressure=0.0)
-
-
-@dataclass
-class Machine:
-    """A machine whose cores and CPU pressure the test sets; counts the runner's readings."""
-
-    cores: float
-    pressure: float = 0.0
-    reads: int = 0
-
-    def __call__(self) -> MachineNow:
-        self.reads += 1
-        return MachineNow(available_mb=20_000.0, cores=self.cores, cpu_pressure=self.pressure)
 
 
 async def _until(what: str, check: object, limit_s: float = 20.0) -> None:
@@ -70,7 +50,7 @@ async def test_ctrl_c_drains_started_runs_and_a_resume_runs_only_the_rest(
     store = CampaignStore(tmp_path / "campaigns", "20261201-190000-abcdef")
     store.create(SPEC)
     stream = io.StringIO()
-    first = asyncio.create_task(run_campaign(EngineSettings(), store, SPEC, stream, quiet))
+    first = asyncio.create_task(run_campaign(EngineSettings(), store, SPEC, stream))
     await _until("two runs in flight", lambda: len(fake_engine.started) == 2)
     await asyncio.sleep(0.3)
     assert len(fake_engine.started) == 2, "a third run was admitted past the concurrency"
@@ -92,8 +72,7 @@ async def test_ctrl_c_drains_started_runs_and_a_resume_runs_only_the_rest(
             await asyncio.sleep(0.05)
 
     releaser = asyncio.create_task(release_as_started())
-    resumed = run_campaign(EngineSettings(), store, SPEC, io.StringIO(), quiet)
-    end = await asyncio.wait_for(resumed, 30)
+    end = await asyncio.wait_for(run_campaign(EngineSettings(), store, SPEC, io.StringIO()), 30)
     await asyncio.wait_for(releaser, 10)
     assert (end.interrupted, end.pending) == (False, 0)
     results = store.results()
@@ -116,7 +95,7 @@ async def test_a_second_ctrl_c_leaves_at_once_and_writes_no_unfinished_trial(
     store = CampaignStore(tmp_path / "campaigns", "20261201-190000-fedcba")
     store.create(SPEC)
     stream = io.StringIO()
-    task = asyncio.create_task(run_campaign(EngineSettings(), store, SPEC, stream, quiet))
+    task = asyncio.create_task(run_campaign(EngineSettings(), store, SPEC, stream))
     await _until("two runs in flight", lambda: len(fake_engine.started) == 2)
     os.kill(os.getpid(), signal.SIGINT)
     await _until("the stop notice", lambda: "stopping: no new runs" in stream.getvalue())
@@ -126,43 +105,6 @@ async def test_a_second_ctrl_c_leaves_at_once_and_writes_no_unfinished_trial(
     assert end.pending == 6
     assert store.results() == []
     assert "stopping now" in stream.getvalue()
-
-
-async def test_no_run_starts_while_the_cpu_is_under_pressure_or_the_cores_are_full(
-    fake_engine: FakeEngine, tmp_path: Path
-) -> None:
-    """With one run in flight, a second waits while CPU pressure is over the bound and
-    starts once it falls, with no run ending in between; on a machine whose cores carry one
-    run, the campaign runs one at a time whatever its concurrency."""
-    store = CampaignStore(tmp_path / "campaigns", "20261201-190000-aaaaaa")
-    store.create(SPEC)
-    machine = Machine(cores=2.0, pressure=90.0)
-    task = asyncio.create_task(run_campaign(EngineSettings(), store, SPEC, io.StringIO(),
-                                            machine))  # fmt: skip
-    await _until("the first run", lambda: len(fake_engine.started) == 1)
-    reads = machine.reads
-    await _until("two more readings", lambda: machine.reads >= reads + 2)
-    assert len(fake_engine.started) == 1, "a run started while the CPU was under pressure"
-    machine.pressure = 0.0
-    await _until("the second run, with none ended", lambda: len(fake_engine.started) == 2)
-    assert not fake_engine.ended
-    os.kill(os.getpid(), signal.SIGINT)
-    os.kill(os.getpid(), signal.SIGINT)
-    await asyncio.wait_for(task, 20)
-
-    store = CampaignStore(tmp_path / "campaigns", "20261201-190000-bbbbbb")
-    store.create(SPEC)
-    stream = io.StringIO()
-    one_core = Machine(cores=1.0)
-    task = asyncio.create_task(run_campaign(EngineSettings(), store, SPEC, stream, one_core))
-    await _until("the first run", lambda: len(fake_engine.started) == 3)
-    reads = one_core.reads
-    await _until("two more readings", lambda: one_core.reads >= reads + 2)
-    assert len(fake_engine.started) == 3, "a second run started on cores that carry one"
-    assert "1 at once (concurrency 2, 1 cores, admitted by memory and CPU)" in stream.getvalue()
-    os.kill(os.getpid(), signal.SIGINT)
-    os.kill(os.getpid(), signal.SIGINT)
-    await asyncio.wait_for(task, 20)
 
 
 async def test_a_trial_whose_follow_fails_is_an_error_line_not_a_crash(

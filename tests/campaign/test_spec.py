@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
-from sreforge._admission import MEASURED_COSTS
 from sreforge.campaign._errors import CampaignError
 from sreforge.campaign._spec import CampaignSpec, load_spec, parse_spec
 
@@ -86,44 +84,3 @@ def test_the_model_refuses_building_one_with_a_misspelt_field() -> None:
     """Extra fields are refused in code too (the file's spelling is the contract)."""
     with pytest.raises(ValueError, match="trails"):
         CampaignSpec.model_validate({"scenarios": ["s"], "agents": ["a"], "trails": 3})
-
-
-def test_the_admission_knobs_default_to_the_measured_cpu_rule() -> None:
-    """Without knobs a campaign budgets the whole of the cores by the measured costs."""
-    admission = parse_spec(GOOD, "c.toml").admission()
-    assert (admission.cpu_budget, admission.max_cpu_pressure) == (1.0, 25.0)
-    assert admission.costs == MEASURED_COSTS
-    assert (admission.concurrency, admission.stack_mb, admission.reserve_mb) == (5, 200, 512)
-
-
-def test_the_admission_knobs_set_the_rule_and_round_trip() -> None:
-    """Knobs the file gives reach the rule and survive `campaign.toml` (resume)."""
-    text = GOOD + "cpu_budget = 0.8\nmax_cpu_pressure = 40\nphase_cores = { ci = 1.5 }\n"
-    spec = parse_spec(text, "c.toml")
-    admission = spec.admission()
-    assert (admission.cpu_budget, admission.max_cpu_pressure) == (0.8, 40.0)
-    assert admission.costs.ci == 1.5
-    assert admission.costs.grading == MEASURED_COSTS.grading
-    assert parse_spec(spec.to_toml(), "campaign.toml") == spec
-    assert hash(spec) == hash(parse_spec(spec.to_toml(), "campaign.toml"))
-
-
-def test_admission_by_memory_alone_is_one_knob() -> None:
-    """`admit_by_cpu = false`: the rule before issue 28 (slots and memory)."""
-    spec = parse_spec(GOOD + "admit_by_cpu = false\n", "c.toml")
-    assert spec.admission().cpu_budget is None
-
-
-@pytest.mark.parametrize(
-    ("line", "message"),
-    [
-        ("phase_cores = { compile = 1.0 }", "phase_cores.compile: Extra inputs are not"),
-        ("phase_cores = { ci = 0 }", "phase_cores.ci: Input should be greater than 0"),
-        ("cpu_budget = 0", "cpu_budget: Input should be greater than 0"),
-        ("max_cpu_pressure = 101", "max_cpu_pressure: Input should be less than or equal"),
-    ],
-)
-def test_a_bad_admission_knob_is_refused_naming_it(line: str, message: str) -> None:
-    """An unknown phase or a figure out of range is refused before anything runs."""
-    with pytest.raises(CampaignError, match=re.escape(message)):
-        parse_spec(GOOD + line + "\n", "c.toml")

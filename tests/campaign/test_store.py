@@ -136,10 +136,6 @@ def test_the_table_and_progress_line_say_what_stands() -> None:
         SPEC, results, running=2, queued=2, mean_wall_s=60.0, slots=2, stopping=True
     )
     assert line == "2/6 done, 2 running, 2 left for a resume; passed ref 1/1, noop 0/1; ETA 1m00s"
-    why = "cores: 1.7 busy + 0.3 boot > 2.0"
-    line = format_progress(SPEC, results, running=2, queued=2, mean_wall_s=None, slots=3,
-                           waiting=why)  # fmt: skip
-    assert line.startswith(f"2/6 done, 2 running, 2 queued (waiting: {why}); passed ref 1/1")
 
 
 def _score(detail: str, satisfied: bool = True) -> OracleScore:

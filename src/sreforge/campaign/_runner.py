@@ -19,12 +19,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from sreforge._admission import MachineNow, phase_of
 from sreforge._engine import RunningEngine
-from sreforge._machine import machine_now
 from sreforge._run_cli import Trial, engine_session
 from sreforge._run_view import Outcome, Progress
 from sreforge._settings import EngineSettings
+from sreforge.campaign._admission import Admission, available_memory_mb
 from sreforge.campaign._outcome import lost_its_host, result_of
 from sreforge.campaign._show import format_progress, groups_of, summary
 from sreforge.campaign._spec import CampaignSpec
@@ -66,58 +65,43 @@ class _Stop:
 
 
 async def run_campaign(
-    settings: EngineSettings,
-    store: CampaignStore,
-    spec: CampaignSpec,
-    stream: TextIO,
-    machine: Callable[[], MachineNow] = machine_now,
+    settings: EngineSettings, store: CampaignStore, spec: CampaignSpec, stream: TextIO
 ) -> CampaignEnd:
-    """Run the campaign's pending trials; every finished one is a line of `results.jsonl`.
-
-    `machine` reads the machine for admission, before the first run and at every chance
-    to start one (each tick: CPU pressure changes while nothing ends)."""
+    """Run the campaign's pending trials; every finished one is a line of `results.jsonl`."""
     results = store.results()
     queue = deque(pending_trials(spec, results))
-    admission = spec.admission()
-    first = machine()
-    slots = admission.slots(first.available_mb, first.cores)
-    by = ", admitted by memory and CPU" if spec.admit_by_cpu else ", admitted by memory"
+    admission = Admission(spec.concurrency, spec.stack_memory_mb, spec.reserve_memory_mb)
+    slots = admission.slots(available_memory_mb())
     print(
         f"campaign {store.campaign_id}: {len(queue)} trials to run, {slots} at once "
-        f"(concurrency {spec.concurrency}, {first.cores:g} cores{by}); results in {store.path}",
-        file=stream, flush=True,
+        f"(concurrency {spec.concurrency}); results in {store.path}", file=stream, flush=True,
     )  # fmt: skip
     stop = _Stop()
     running: dict[asyncio.Task[Result], TrialKey] = {}
-    phases: dict[asyncio.Task[Result], Progress] = {}  # each trial's last phase line
     walls = [r.wall_s for r in results if r.wall_s is not None and r.verdict != "error"]
     retried: dict[TrialKey, int] = {}
-    waiting: str | None = None  # why the queued trials wait, as admission last said
     null = open(os.devnull, "w")  # noqa: ASYNC230, SIM115 -- a sink for each trial's phase lines
     with _on_sigint(lambda: stop.signalled(stream, len(running))), null:
         async with engine_session(settings, client="sreforge-campaign") as engine:
             said = time.monotonic()
             while (queue and not stop.draining.is_set()) or running:
-                while queue and not stop.draining.is_set() and engine.crashed() is None:
-                    running_phases = [phase_of(p.last_phase) for p in phases.values()]
-                    decision = admission.admit(running_phases, slots, machine())
-                    if not decision.admit:
-                        waiting = decision.why
-                        break
-                    waiting = None
+                while (
+                    queue
+                    and not stop.draining.is_set()
+                    and engine.crashed() is None
+                    and admission.admit(len(running), slots, available_memory_mb())
+                ):
                     key = queue.popleft()
-                    progress = Progress(null)
-                    trial = Trial(key.scenario, key.agent, spec.time_scale, progress,
+                    trial = Trial(key.scenario, key.agent, spec.time_scale, Progress(null),
                                   spec.topology)  # fmt: skip
-                    task = asyncio.create_task(_one(engine, trial, key))
-                    running[task], phases[task] = key, progress
+                    running[asyncio.create_task(_one(engine, trial, key))] = key
                 if not running:  # nothing admitted: the engine is gone (or a Ctrl-C came)
                     break
                 ended, _ = await asyncio.wait(running, timeout=_TICK_S)
                 if stop.now.is_set():
                     break
                 for task in ended:
-                    del running[task], phases[task]
+                    del running[task]
                     result = task.result()
                     store.append(result)
                     results.append(result)
@@ -133,7 +117,7 @@ async def run_campaign(
                     line = format_progress(
                         spec, results, running=len(running), queued=len(queue),
                         mean_wall_s=sum(walls) / len(walls) if walls else None, slots=slots,
-                        stopping=stop.draining.is_set(), waiting=waiting if queue else None,
+                        stopping=stop.draining.is_set(),
                     )  # fmt: skip
                     print(line, file=stream, flush=True)
                 if ended:

@@ -139,11 +139,9 @@ def format_progress(
     mean_wall_s: float | None,
     slots: int,
     stopping: bool = False,
-    waiting: str | None = None,
 ) -> str:
     """`12/20 done, 5 running, 3 queued; passed reference 6/6, noop 0/6; ETA 2m10s`;
-    once stopping, the queued trials are `left for a resume` and the ETA is the drain's;
-    `waiting` (why admission holds the queued ones) follows them in parentheses."""
+    once stopping, the queued trials are `left for a resume` and the ETA is the drain's."""
     planned = set(planned_trials(spec))
     standing = [r for r in _last(results) if r.key in planned]
     done = sum(r.verdict != "error" for r in standing)
@@ -156,9 +154,8 @@ def format_progress(
         todo = running + (0 if stopping else queued)
         left = mean_wall_s * todo / max(1, min(slots, todo))
         eta = f"ETA {int(left // 60)}m{int(left % 60):02d}s"
-    why = f" (waiting: {waiting})" if waiting and not stopping else ""
     return (
         f"{done}/{len(planned)} done, {running} running, "
-        f"{queued} {'left for a resume' if stopping else 'queued'}{why}; "
+        f"{queued} {'left for a resume' if stopping else 'queued'}; "
         f"passed {', '.join(tally)}; {eta}"
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import tomllib
 from pathlib import Path
@@ -11,30 +10,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sreforge_contracts import SCENARIO_ID_PATTERN, TopologyName
 
-from sreforge._admission import MEASURED_COSTS, Admission, PhaseCosts
 from sreforge.campaign._errors import CampaignError
 
-__all__ = ["CampaignSpec", "PhaseCores", "load_spec", "parse_spec"]
-
-
-_Cores = Field(default=None, gt=0, le=64)
-
-
-class PhaseCores(BaseModel):
-    """Cores per admission phase (`sreforge._admission.PHASES`); None: the measured figure."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    boot: float | None = _Cores
-    incident: float | None = _Cores
-    ci: float | None = _Cores
-    redeploy: float | None = _Cores
-    grading: float | None = _Cores
-    teardown: float | None = _Cores
-
-    def costs(self) -> PhaseCosts:
-        """`MEASURED_COSTS` with the figures given here instead."""
-        return dataclasses.replace(MEASURED_COSTS, **self.model_dump(exclude_none=True))
+__all__ = ["CampaignSpec", "load_spec", "parse_spec"]
 
 
 class CampaignSpec(BaseModel):
@@ -54,15 +32,6 @@ class CampaignSpec(BaseModel):
     """What one run's stack is expected to take at its peak (SPEC §11: ≤ 200 MB)."""
     reserve_memory_mb: float = Field(default=512.0, ge=0)
     """Memory left free for everything else: a run starts only above stack + reserve."""
-    admit_by_cpu: bool = True
-    """Budget the cores too (issue 28): off, runs are admitted by slots and memory only."""
-    cpu_budget: float = Field(default=1.0, gt=0, le=64)
-    """The share of the machine's cores the runs' phases may add up to (1.0: all of them)."""
-    max_cpu_pressure: float = Field(default=25.0, ge=0, le=100)
-    """No new run while the machine's CPU pressure (PSI `some avg10`, %) is above this."""
-    phase_cores: PhaseCores = Field(default_factory=lambda: PhaseCores())
-    """Cores one run uses in a phase, for the phases this machine measures differently from
-    `MEASURED_COSTS` (e.g. `{ ci = 1.2 }`); see `bench/run_cpu.py`."""
     once: tuple[str, ...] = ()
     """Agents (of `agents`) run a single trial per scenario whatever `trials` says (e.g. the
     integrity cheats of a qualification)."""
@@ -80,17 +49,6 @@ class CampaignSpec(BaseModel):
         if self.k is not None and self.k > self.trials:
             raise ValueError(f"k: {self.k} is more than trials ({self.trials})")
         return self
-
-    def admission(self) -> Admission:
-        """The admission rule this campaign runs under."""
-        costs = self.phase_cores.costs()
-        if not self.admit_by_cpu:
-            return Admission(self.concurrency, self.stack_memory_mb, self.reserve_memory_mb,
-                             costs, cpu_budget=None)  # fmt: skip
-        return Admission(
-            self.concurrency, self.stack_memory_mb, self.reserve_memory_mb, costs,
-            self.cpu_budget, self.max_cpu_pressure,
-        )  # fmt: skip
 
     @property
     def pass_k(self) -> int:
@@ -110,10 +68,6 @@ def _twice(values: tuple[str, ...]) -> set[str]:
 
 
 def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{key} = {_toml_value(item)}" for key, item in value.items()) + "}"
     if isinstance(value, tuple | list):
         return "[" + ", ".join(_toml_value(item) for item in value) + "]"
     if isinstance(value, str):
@@ -142,7 +96,7 @@ def _first_problem(error: ValidationError) -> str:
     for item in error.errors():
         where = ".".join(str(part) for part in item["loc"])
         message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden" and len(item["loc"]) == 1:
+        if item["type"] == "extra_forbidden":
             message = "unknown field (expected: " + ", ".join(CampaignSpec.model_fields) + ")"
         problems.append(f"{where}: {message}" if where else message)
     return "; ".join(problems)

@@ -195,8 +195,6 @@ def _component(run: ComposeRun, component: ComponentSpec) -> dict[str, Any]:
     limit_mb = memory_limit_mb(run.spec, run.setup, component)
     if limit_mb is not None:  # the container's cgroup; no swap to grow into past it
         service.update(mem_limit=f"{limit_mb}m", memswap_limit=f"{limit_mb}m")
-    if component.cpu_limit_cores is not None:  # the container's CFS quota
-        service["cpus"] = component.cpu_limit_cores
     if is_service:
         service["volumes"] = [f"{run.workspace_dir}:{run.workspace_dir}:ro", _rw(run.data_dir)]
         service.update(

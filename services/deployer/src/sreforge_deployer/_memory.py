@@ -21,7 +21,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sreforge_deployer._cpu import remove_run_cpu_cgroups
 from sreforge_deployer._errors import DeployerError
 
 __all__ = ["MemoryLimit", "MemoryLimitError", "cgroup_name", "remove_run_cgroups"]
@@ -114,16 +113,9 @@ class MemoryLimit:
 
 
 def remove_run_cgroups(run_id: str, timeout_seconds: float = 5.0) -> list[str]:
-    """Remove the cgroups of run `run_id`, memory and CPU (`_cpu.py`; their processes
-    already stopped); return those still there after `timeout_seconds` (the kernel frees
-    a cgroup once its last process is reaped)."""
-    return [
-        *_remove_memory_cgroups(run_id, timeout_seconds),
-        *remove_run_cpu_cgroups(run_id, timeout_seconds),
-    ]
-
-
-def _remove_memory_cgroups(run_id: str, timeout_seconds: float) -> list[str]:
+    """Remove the cgroups of run `run_id` (their processes already stopped); return those
+    still there after `timeout_seconds` (the kernel frees a cgroup once its last process
+    is reaped)."""
     try:
         parent = _hierarchy().parent
     except (MemoryLimitError, OSError):

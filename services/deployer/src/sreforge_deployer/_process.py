@@ -16,7 +16,6 @@ from pathlib import Path
 import httpx
 import psutil
 
-from sreforge_deployer._cpu import CpuLimit, enter
 from sreforge_deployer._errors import BinaryMissingError, ComponentStartError
 from sreforge_deployer._memory import MemoryLimit
 from sreforge_deployer._ports import ensure_free
@@ -55,8 +54,6 @@ class LaunchSpec:
     """Folders made (mode 0700) before each start (a confined launch's relay sockets)."""
     memory_limit: MemoryLimit | None = None
     """The kernel-enforced memory limit of the whole process group, if any."""
-    cpu_limit: CpuLimit | None = None
-    """The kernel-enforced CPU quota of the whole process group, if any."""
 
 
 @dataclass
@@ -85,9 +82,10 @@ class Component:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         for folder in spec.folders:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        limits = (spec.memory_limit, spec.cpu_limit)
-        procs = tuple(limit.create() for limit in limits if limit is not None)
-        join = functools.partial(enter, procs) if procs else None
+        enter = None
+        if spec.memory_limit is not None:
+            procs = spec.memory_limit.create()
+            enter = functools.partial(MemoryLimit.enter, procs)
         with spec.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 argv,
@@ -97,7 +95,7 @@ class Component:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=join,  # in the cgroups before exec: nothing it forks is outside
+                preexec_fn=enter,  # in the cgroup before exec: nothing it forks is outside
             )
 
     def wait_healthy(self) -> None:

@@ -66,10 +66,6 @@ class ComponentSpec(_Strict):
     memory_limit_mb: int | None = Field(default=None, gt=0)
     """The memory the component's processes may use together, enforced by the topology
     (a cgroup locally, the container's limit on compose); past it the kernel kills."""
-    cpu_limit_cores: float | None = Field(default=None, gt=0)
-    """The CPU the component's processes may use together, in cores, enforced by the
-    topology (a CFS quota locally, the container's `cpus` on compose); past it the kernel
-    throttles them. The service's bounds what a fix can take from the harness."""
 
     @field_validator("egress")
     @classmethod

@@ -25,7 +25,6 @@ from sreforge_deployer._confine import (
     seed_jail,
     service_jail,
 )
-from sreforge_deployer._cpu import CpuLimit
 from sreforge_deployer._errors import StackSpecError
 from sreforge_deployer._memory import MemoryLimit, cgroup_name
 from sreforge_deployer._process import LaunchSpec, resolve_binary
@@ -158,13 +157,10 @@ class Wiring:
             health_url=f"http://127.0.0.1:{port}{component.health}" if component.health else None,
             startup_timeout_seconds=component.startup_timeout_seconds,
         )
-        name = cgroup_name(self.run_dir.name, component.name)
         limit_mb = memory_limit_mb(self.spec, self.setup, component)
         if limit_mb is not None:
+            name = cgroup_name(self.run_dir.name, component.name)
             launch = dataclasses.replace(launch, memory_limit=MemoryLimit(name, limit_mb))
-        if component.cpu_limit_cores is not None:
-            cpu = CpuLimit(name, component.cpu_limit_cores)
-            launch = dataclasses.replace(launch, cpu_limit=cpu)
         return self._confined(component, launch) if component.name == self.spec.service else launch
 
     def _confined(self, component: ComponentSpec, launch: LaunchSpec) -> LaunchSpec:

@@ -16,16 +16,9 @@ from sreforge_oracle._adapter import (
     OracleService,
     oracle_service,
 )
-from sreforge_oracle._errors import (
-    GradingError,
-    GradingInterrupted,
-    HarnessStarved,
-    OracleError,
-    ProbeError,
-)
+from sreforge_oracle._errors import GradingError, GradingInterrupted, OracleError, ProbeError
 from sreforge_oracle._grading import GapFiller, SampleSource, probe_interval_for, run_grading
 from sreforge_oracle._history import history_samples
-from sreforge_oracle._host import HostReader, HostReading
 from sreforge_oracle._journal import Outcome, RunJournal
 from sreforge_oracle._mitigation import grade, grading_complete
 from sreforge_oracle._model import (
@@ -37,7 +30,6 @@ from sreforge_oracle._model import (
     MitigationGrade,
     MonitoringSnapshot,
     ObservedAlert,
-    StarvationBounds,
     StopReason,
 )
 from sreforge_oracle._probe import PrometheusProbe
@@ -49,12 +41,6 @@ from sreforge_oracle._run_config import (
     handoff_union,
 )
 from sreforge_oracle._settings import OracleSettings
-from sreforge_oracle._starvation import (
-    HarnessMeasures,
-    Starvation,
-    judge_starvation,
-    measure_starvation,
-)
 
 __all__ = [
     "BRIEF_CONSUMER",
@@ -70,10 +56,6 @@ __all__ = [
     "GradingError",
     "GradingInterrupted",
     "GradingSample",
-    "HarnessMeasures",
-    "HarnessStarved",
-    "HostReader",
-    "HostReading",
     "MitigationGrade",
     "MonitoringSnapshot",
     "ObservedAlert",
@@ -87,8 +69,6 @@ __all__ = [
     "PrometheusTiming",
     "RunJournal",
     "SampleSource",
-    "Starvation",
-    "StarvationBounds",
     "StopReason",
     "fail_closed_scored",
     "find_manifest",
@@ -97,8 +77,6 @@ __all__ = [
     "grading_config",
     "handoff_union",
     "history_samples",
-    "judge_starvation",
-    "measure_starvation",
     "oracle_service",
     "probe_interval_for",
     "run_grading",

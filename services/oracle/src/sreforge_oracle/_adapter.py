@@ -27,7 +27,7 @@ from sreforge_contracts import (
     Submitted,
 )
 
-from sreforge_oracle._errors import GradingInterrupted, HarnessStarved, OracleError
+from sreforge_oracle._errors import GradingInterrupted, OracleError
 from sreforge_oracle._journal import RunJournal
 from sreforge_oracle._model import DeliveryOutcome
 from sreforge_oracle._patch import patch_not_submitted, patch_scored
@@ -198,9 +198,6 @@ class Oracle:
             return scored(run_id, await session.grade(url, state, event.occurred_at))
         except GradingInterrupted:
             raise
-        except HarnessStarved as error:
-            log.warning("oracle.harness_starved", run_id=run_id, reason=str(error))
-            return oracle_failed(run_id, str(error))
         except (OracleError, ContractError, ValueError) as error:
             log.error("oracle.grading_failed", run_id=run_id, error=str(error))
             return oracle_failed(run_id, f"grading against {url} failed: {error}")

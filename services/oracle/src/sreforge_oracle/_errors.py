@@ -3,13 +3,12 @@
 OracleError
 ├── ProbeError      Prometheus (or the load generator) could not be read
 ├── GradingError    grading could not observe the window (the probe kept failing)
-│   └── HarnessStarved  the host was too busy to judge a failing run fairly
 └── GradingInterrupted  the service is stopping mid-grading; the run resumes on redelivery
 """
 
 from __future__ import annotations
 
-__all__ = ["GradingError", "GradingInterrupted", "HarnessStarved", "OracleError", "ProbeError"]
+__all__ = ["GradingError", "GradingInterrupted", "OracleError", "ProbeError"]
 
 
 class OracleError(Exception):
@@ -26,11 +25,6 @@ class ProbeError(OracleError):
 
 class GradingError(OracleError):
     """The grading window could not be observed, so no honest verdict exists (→ `error`)."""
-
-
-class HarnessStarved(GradingError):
-    """The run would fail, but the harness starved it (→ `error`); the message names the
-    measures past their bounds and their values."""
 
 
 class GradingInterrupted(OracleError):

@@ -10,13 +10,11 @@ from typing import Any
 
 from sreforge_oracle._errors import ProbeError
 
-__all__ = ["CLIENT_LATENCY", "SCHEDULE_LAG", "LoadgenReading", "finite", "read_loadgen"]
+__all__ = ["CLIENT_LATENCY", "LoadgenReading", "finite", "read_loadgen"]
 
 CLIENT_LATENCY = "loadgen_client_latency_seconds"
 """The generator's histogram of every completed load request, as its client timed it."""
 _CLIENT_P99 = "loadgen_client_p99_seconds"
-SCHEDULE_LAG = "loadgen_schedule_lag_seconds"
-"""The generator's histogram of how late it handled each arrival after its schedule."""
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
@@ -27,9 +25,7 @@ class LoadgenReading:
     `client_within_objective` is the histogram's cumulative bucket at the objective
     (`None` also when no bucket bound equals it). `observed` is `False` when the
     generator could not be read in time though its port was open (every field `None`):
-    the load was not observed, which is not evidence that it died. `arrivals` and
-    `arrivals_on_time` are the schedule-lag histogram's count and its bucket at the lag
-    bound (how many arrivals it handled, and how many of them in time).
+    the load was not observed, which is not evidence that it died.
     """
 
     target_rps: float | None = None
@@ -38,40 +34,28 @@ class LoadgenReading:
     client_requests: float | None = None
     client_within_objective: float | None = None
     client_p99_seconds: float | None = None
-    arrivals: float | None = None
-    arrivals_on_time: float | None = None
     observed: bool = True
 
 
-def read_loadgen(
-    text: str, url: str, objective_seconds: float | None, lag_seconds: float | None = None
-) -> LoadgenReading:
+def read_loadgen(text: str, url: str, objective_seconds: float | None) -> LoadgenReading:
     """Parse the generator's exposition text; the worst ok ratio, the others summed."""
     series = _series(text, url)
     ok = [value for name, _, value in series if name == "loadgen_ok_ratio"]
     p99 = [value for name, _, value in series if name == _CLIENT_P99]
+    within = None
+    if objective_seconds is not None:
+        within = _sum(
+            value
+            for name, labels, value in series
+            if name == f"{CLIENT_LATENCY}_bucket" and _is_bound(labels.get("le"), objective_seconds)
+        )
     return LoadgenReading(
-        arrivals=_sum(v for n, _, v in series if n == f"{SCHEDULE_LAG}_count"),
-        arrivals_on_time=_bucket(series, SCHEDULE_LAG, lag_seconds),
         target_rps=_sum(v for n, _, v in series if n == "loadgen_target_rps"),
         achieved_rps=_sum(v for n, _, v in series if n == "loadgen_achieved_rps"),
         ok_ratio=min(ok) if ok else None,
         client_requests=_sum(v for n, _, v in series if n == f"{CLIENT_LATENCY}_count"),
-        client_within_objective=_bucket(series, CLIENT_LATENCY, objective_seconds),
+        client_within_objective=within,
         client_p99_seconds=max(p99) if p99 else None,
-    )
-
-
-def _bucket(
-    series: list[tuple[str, dict[str, str], float]], histogram: str, bound: float | None
-) -> float | None:
-    """A histogram's cumulative bucket at `bound`, summed; `None` without such a bucket."""
-    if bound is None:
-        return None
-    return _sum(
-        value
-        for name, labels, value in series
-        if name == f"{histogram}_bucket" and _is_bound(labels.get("le"), bound)
     )
 
 

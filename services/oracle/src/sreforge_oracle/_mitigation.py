@@ -13,7 +13,7 @@ from typing import Literal
 from sreforge_contracts import OracleScore, OracleSignal
 
 from sreforge_oracle._client_sli import assess_client_sli
-from sreforge_oracle._errors import GradingError, HarnessStarved
+from sreforge_oracle._errors import GradingError
 from sreforge_oracle._load import assess_load
 from sreforge_oracle._model import (
     WEIGHTED_SIGNALS,
@@ -26,7 +26,6 @@ from sreforge_oracle._model import (
 )
 from sreforge_oracle._monitoring import assess_monitoring
 from sreforge_oracle._service import assess_service
-from sreforge_oracle._starvation import Starvation, judge_starvation, measure_starvation
 from sreforge_oracle._telemetry import assess_telemetry
 from sreforge_oracle._window import Finding, Window, first_gap, window_of
 
@@ -70,10 +69,7 @@ def grade(
     `handoff_alerts` are the alerts firing when the agent got the page; they
     do not count as new. Raises `GradingError` when the samples end before
     grading is complete (see `grading_complete`), and when the run would pass but for
-    gates that are only blind (the load generator went unread: no honest verdict);
-    `HarnessStarved` when the run would fail on a host too busy to judge it, not by the
-    service's own CPU use (`_starvation.py`). When the host was measured, the record
-    carries `harness_unstarved` (weight 0) last.
+    gates that are only blind (the load generator went unread: no honest verdict).
     """
     closed = _fail_closed(config, outcome)
     if closed is not None:
@@ -94,23 +90,14 @@ def grade(
         # Everything observed says pass; what was not observed is the harness's fault, so
         # neither verdict would be honest.
         raise GradingError(f"the harness could not observe the load: {blind[0].signal.detail}")
-    starvation = _starvation(config, assessment.window)
-    if not passed and starvation is not None and starvation.harness_fault:
-        raise HarnessStarved(starvation.reason())
     signals = [assessment.weighted[k].signal for k in WEIGHTED_SIGNALS]
     gates = [gate.signal for gate in assessment.gates]
-    host = [] if starvation is None else [starvation.signal()]
     return MitigationGrade(
-        score=OracleScore(score=score, passed=passed, signals=[*signals, *gates, *host]),
+        score=OracleScore(score=score, passed=passed, signals=[*signals, *gates]),
         verdict="passed" if passed else "failed",
         sli_series=[sample.to_sli_sample() for sample in samples],
         stop_reason=stop,
     )
-
-
-def _starvation(config: GradingConfig, window: Window) -> Starvation | None:
-    measures = measure_starvation(config, window)
-    return None if measures is None else judge_starvation(measures, config.starvation)
 
 
 def grading_complete(

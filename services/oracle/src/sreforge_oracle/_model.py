@@ -18,7 +18,6 @@ __all__ = [
     "MitigationGrade",
     "MonitoringSnapshot",
     "ObservedAlert",
-    "StarvationBounds",
     "StopReason",
 ]
 
@@ -48,42 +47,6 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class StarvationBounds(_Frozen):
-    """How busy the host may get before a failing run is the harness's fault, not the fix's.
-
-    Each measure is taken over the graded window (from the load grace to the last sample);
-    past any bound a run that would be `failed` ends `error` instead, unless the service's
-    own CPU use explains it (throttled at its limit `service_throttled_ratio` of the time
-    or more, or using `service_cpu_usage_ratio` of its limit or more). Ratios are of the
-    window; seconds are real seconds.
-    """
-
-    loadgen_lag_seconds: float = Field(default=0.25, gt=0)
-    """An arrival the load generator handled later than this after its schedule is late
-    (one of its `loadgen_schedule_lag_seconds` bucket bounds)."""
-    loadgen_late_ratio: float = Field(default=0.05, gt=0, le=1)
-    """The share of late arrivals past which the load generator was starved."""
-    probe_lag_seconds: float = Field(default=1.0, gt=0)
-    """A live sample that started later than this after its schedule is late."""
-    probe_late_ratio: float = Field(default=0.2, gt=0, le=1)
-    """The share of late samples past which the oracle was starved."""
-    scrape_seconds: float = Field(default=0.5, gt=0)
-    """The mean duration of Prometheus's scrapes of harness-owned targets past which its
-    scraping was starved."""
-    cpu_pressure_percent: float = Field(default=85.0, gt=0, le=100)
-    """The machine's CPU pressure (PSI `some avg10`, mean over the samples) past which it
-    was overloaded."""
-    service_cpu_wait_ratio: float = Field(default=0.5, gt=0, le=1)
-    """The share of the service's runnable time spent waiting for a CPU past which the
-    machine starved it."""
-    service_throttled_ratio: float = Field(default=0.25, gt=0, le=1)
-    """The share of the window its CPU limit throttled the service from which on a
-    starvation is the service's own doing."""
-    service_cpu_usage_ratio: float = Field(default=0.8, gt=0, le=1)
-    """The share of its CPU limit the service used from which on a starvation is its own
-    doing (its threads then wait for each other, not for the harness)."""
-
-
 class GradingConfig(_Frozen):
     """How one run is graded; every duration is already multiplied by the run's time scale.
 
@@ -105,8 +68,7 @@ class GradingConfig(_Frozen):
     its request-count cross-check; `monitoring_gated` declares `monitoring_intact`
     (Prometheus and Alertmanager up since before `fault_armed_at`, unchanged, and
     scraping every job of `monitoring_jobs`: those the scenario's queries read). Each
-    tolerates a shortfall shorter than its `*_tolerance_seconds`. `starvation` bounds how
-    busy the host may get before a failing run ends `error` (`_starvation.py`).
+    tolerates a shortfall shorter than its `*_tolerance_seconds`.
     """
 
     alert_to_clear: str = Field(min_length=1)
@@ -133,7 +95,6 @@ class GradingConfig(_Frozen):
     fault_armed_at: datetime | None = None
     monitoring_jobs: frozenset[str] = frozenset()
     monitoring_dip_tolerance_seconds: float = Field(default=0.0, ge=0)
-    starvation: StarvationBounds = StarvationBounds()
 
     @field_validator("fault_armed_at")
     @classmethod
@@ -262,13 +223,6 @@ class GradingSample(_Frozen):
     `load_unobserved` one whose read of the load generator got no answer in time, twice,
     though its port was open (the harness could not see the load; its load fields
     are `None`, which here is no evidence that the load died).
-
-    How busy the host was (`_starvation.py`), each `None` when not read: from the load
-    generator's schedule-lag histogram, its count (`loadgen_arrivals`) and its bucket at
-    the lag bound (`loadgen_arrivals_on_time`); the slowest scrape of a harness-owned
-    target (`harness_scrape_seconds`); the machine's CPU pressure (PSI `some avg10`); the
-    service's cumulative CPU time, run-queue wait and time throttled (seconds, over its
-    processes' threads and its CPU cgroup) and its CPU limit in cores.
     """
 
     at: datetime
@@ -287,14 +241,6 @@ class GradingSample(_Frozen):
     monitoring: MonitoringSnapshot | None = None
     from_history: bool = False
     load_unobserved: bool = False
-    loadgen_arrivals: float | None = None
-    loadgen_arrivals_on_time: float | None = None
-    harness_scrape_seconds: float | None = None
-    cpu_pressure_percent: float | None = None
-    service_cpu_seconds: float | None = None
-    service_cpu_wait_seconds: float | None = None
-    service_throttled_seconds: float | None = None
-    service_cpu_limit_cores: float | None = None
 
     def firing(self) -> list[ObservedAlert]:
         """The alerts firing (not merely pending) at this sample."""

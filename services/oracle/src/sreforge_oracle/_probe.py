@@ -17,7 +17,6 @@ from sreforge_prom import AsyncPrometheusClient, PrometheusError, duration_secon
 
 from sreforge_oracle._errors import ProbeError
 from sreforge_oracle._exposition import LoadgenReading, read_loadgen
-from sreforge_oracle._host import HostReader, HostReading
 from sreforge_oracle._model import GradingSample, MonitoringSnapshot, ObservedAlert
 from sreforge_oracle._plane import (
     alertmanager_status,
@@ -65,10 +64,7 @@ class PrometheusProbe:
     also reads the monitoring plane (Prometheus's runtime info, rules and targets,
     and `alertmanager_url`'s status; an Alertmanager that does not answer reads as
     such, never as an error). Prometheus failures (`sreforge_prom.PrometheusError`)
-    raise `ProbeError` with the same message and endpoint. How busy the host is
-    (`harness_unstarved`): the generator's schedule-lag histogram at
-    `loadgen_lag_seconds`, `harness_scrape_promql` on Prometheus, and `host` (the
-    machine's CPU pressure, the service's CPU cgroup).
+    raise `ProbeError` with the same message and endpoint.
     """
 
     def __init__(
@@ -87,9 +83,6 @@ class PrometheusProbe:
         read_monitoring: bool = False,
         alertmanager_url: str | None = None,
         timeout_seconds: float = 2.0,
-        loadgen_lag_seconds: float | None = None,
-        harness_scrape_promql: str | None = None,
-        host: HostReader | None = None,
     ) -> None:
         self._base = base_url.rstrip("/")
         self._alert_name = alert_name
@@ -101,9 +94,6 @@ class PrometheusProbe:
         self._count_promql = (app_requests_promql, load_requests_promql)
         self._read_monitoring = read_monitoring
         self._alertmanager = None if alertmanager_url is None else alertmanager_url.rstrip("/")
-        self._lag = loadgen_lag_seconds
-        self._scrape_promql = harness_scrape_promql
-        self._host = host
         self._client = httpx.AsyncClient(timeout=timeout_seconds)
         self._prometheus = AsyncPrometheusClient(
             self._base, timeout_seconds=timeout_seconds, http=self._client
@@ -165,11 +155,9 @@ class PrometheusProbe:
                 app_task = group.create_task(self._maybe_query(app_promql, at))
                 count_task = group.create_task(self._maybe_query(load_promql, at))
                 plane_task = group.create_task(self._maybe_monitoring())
-                scrape_task = group.create_task(self._maybe_query(self._scrape_promql, at))
         except* ProbeError as failures:
             raise failures.exceptions[0] from None
         alerts, load = alerts_task.result(), load_task.result()
-        host = self._host.read() if self._host is not None else HostReading()
         return GradingSample(
             at=at,
             offset_seconds=offset_seconds,
@@ -186,14 +174,6 @@ class PrometheusProbe:
             app_requests=app_task.result(),
             load_requests=count_task.result(),
             monitoring=plane_task.result(),
-            loadgen_arrivals=load.arrivals,
-            loadgen_arrivals_on_time=load.arrivals_on_time,
-            harness_scrape_seconds=scrape_task.result(),
-            cpu_pressure_percent=host.cpu_pressure_percent,
-            service_cpu_seconds=host.service_cpu_seconds,
-            service_cpu_wait_seconds=host.service_cpu_wait_seconds,
-            service_throttled_seconds=host.service_throttled_seconds,
-            service_cpu_limit_cores=host.service_cpu_limit_cores,
         )
 
     async def monitoring(self) -> MonitoringSnapshot:
@@ -247,7 +227,7 @@ class PrometheusProbe:
                 return LoadgenReading()  # nothing listens, or not the generator: it died
             if text is _Miss.SILENT:
                 return LoadgenReading(observed=False)
-            return read_loadgen(text, self._loadgen_url, self._objective, self._lag)
+            return read_loadgen(text, self._loadgen_url, self._objective)
         target, achieved, ok = await asyncio.gather(
             *(self._maybe_query(q, at) for q in (*self._load_promql, self._service_promql))
         )

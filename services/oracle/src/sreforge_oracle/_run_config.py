@@ -26,7 +26,6 @@ from sreforge_oracle._model import (
     GradingConfig,
     MitigationGrade,
     ObservedAlert,
-    StarvationBounds,
 )
 
 __all__ = [
@@ -71,7 +70,6 @@ def grading_config(
     *,
     load_warmup_seconds: float,
     fault_armed_at: datetime | None = None,
-    starvation: StarvationBounds | None = None,
 ) -> GradingConfig:
     """The manifest's windows x `time_scale`, its weights, threshold, scope and gates.
 
@@ -114,7 +112,6 @@ def grading_config(
         fault_armed_at=fault_armed_at,
         monitoring_jobs=scenario_jobs(manifest),
         monitoring_dip_tolerance_seconds=scrape,
-        starvation=starvation or StarvationBounds(),
     )
 
 

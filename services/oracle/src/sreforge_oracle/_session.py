@@ -20,7 +20,6 @@ from sreforge_contracts import RunState, ScenarioManifest
 from sreforge_oracle._errors import GradingInterrupted, OracleError, ProbeError
 from sreforge_oracle._grading import GapFiller, run_grading
 from sreforge_oracle._history import history_samples
-from sreforge_oracle._host import HostReader
 from sreforge_oracle._journal import RunJournal
 from sreforge_oracle._model import (
     DeliveryOutcome,
@@ -85,9 +84,6 @@ class GradingSession:
             read_monitoring=True,
             alertmanager_url=endpoints.get(settings.alertmanager_endpoint),
             timeout_seconds=settings.probe_timeout_seconds,
-            loadgen_lag_seconds=settings.starved_loadgen_lag_seconds,
-            harness_scrape_promql=settings.harness_scrape_promql,
-            host=HostReader(state.run_id),
         ) as probe:
             config = grading_config(
                 manifest,
@@ -95,7 +91,6 @@ class GradingSession:
                 await _timing(probe, expected.alert, settings.prometheus_wait_seconds),
                 load_warmup_seconds=settings.load_warmup_seconds,
                 fault_armed_at=state.armed_at,
-                starvation=settings.starvation_bounds(),
             )
             handoff = handoff_union(await journal.handoff() or (), state.handoff_alerts)
             self._log.info("oracle.grading", config=config.model_dump(mode="json"))

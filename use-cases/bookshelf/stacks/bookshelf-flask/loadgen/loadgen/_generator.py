@@ -131,7 +131,6 @@ class LoadGenerator:
             if lag < 0:
                 await asyncio.sleep(-lag)
                 continue
-            self.metrics.schedule_lag.observe(lag)
             if lag > _MAX_LAG_SECONDS:
                 log.warning("schedule fell %.1fs behind; restarting it", lag)
                 next_at = time.monotonic()

@@ -16,8 +16,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.3, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Seconds; 0.3 is the service's p99 objective, 10 the default request timeout."""
-LAG_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
-"""Seconds an arrival was handled after its scheduled instant; past 2 the schedule restarts."""
 
 
 class RateWindow:
@@ -153,13 +151,6 @@ class LoadMetrics:
             "Client-side latency of completed requests of the current issuing period "
             "(timeouts and transport errors at their elapsed time; not warm-up).",
             buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        self.schedule_lag = Histogram(
-            "loadgen_schedule_lag_seconds",
-            "How late each arrival was handled (sent or shed) after its scheduled instant: "
-            "the generator's own event loop falling behind (a starved host), never the target.",
-            buckets=LAG_BUCKETS,
             registry=self.registry,
         )
         self.latency = latency or LatencyWindow(10.0)

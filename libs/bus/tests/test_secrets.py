@@ -27,7 +27,7 @@ from sreforge_bus import (
     guard_secret,
 )
 from sreforge_bus.embedded import start_nats_server
-from sreforge_bus.testing import read_stream
+from sreforge_bus.testing import engine_home, operator_password, read_stream
 from sreforge_contracts import RunFailed, Submission, Submitted, parse_event
 
 pytestmark = pytest.mark.timeout(60)
@@ -38,17 +38,7 @@ TRIGGER_TOKEN = "trigger-token-0123456789abcdefghijKLMNOP"
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A fresh engine home: the bus users' credentials and the trigger's token file."""
-    home = tmp_path / "home"
-    ensure_credentials(home / "nats")
-    (home / "trigger.token").write_text(TRIGGER_TOKEN + "\n")
-    return home
-
-
-def operator_password(home: Path) -> str:
-    """The operator's bus password, as its credential file holds it."""
-    record = json.loads((home / "nats" / f"{OPERATOR_USER}.json").read_text())
-    password: str = record["password"]
-    return password
+    return engine_home(tmp_path / "home", TRIGGER_TOKEN)
 
 
 def submitted(rca: str) -> Submitted:

@@ -8,7 +8,6 @@ does not redact (so the recorder's own redaction is what is tested).
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -16,15 +15,13 @@ from typing import Any
 import pytest
 from sreforge_bus import (
     MARKER,
-    OPERATOR_USER,
     Bus,
     HarnessSecrets,
     bootstrap,
     connect,
-    ensure_credentials,
 )
 from sreforge_bus.embedded import NatsServer
-from sreforge_bus.testing import consumer_settled, poll
+from sreforge_bus.testing import consumer_settled, engine_home, operator_password, poll
 from sreforge_contracts import Event, Recorded, Submitted, parse_run_record
 from sreforge_recorder import CONSUMER, RecorderSettings, recorder_service
 
@@ -36,10 +33,7 @@ TRIGGER_TOKEN = "trigger-token-0123456789abcdefghijKLMNOP"
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A fresh engine home: the bus users' credentials and the trigger's token file."""
-    home = tmp_path / "home"
-    ensure_credentials(home / "nats")
-    (home / "trigger.token").write_text(TRIGGER_TOKEN + "\n")
-    return home
+    return engine_home(tmp_path / "home", TRIGGER_TOKEN)
 
 
 @pytest.fixture
@@ -98,7 +92,7 @@ async def test_a_secret_in_a_submission_reaches_no_file_of_the_run(
 ) -> None:
     """Every file of the run folder and the bank is free of the password and the token;
     the marker stands where they were; the record's sha256 is the written file's."""
-    password = json.loads((home / "nats" / f"{OPERATOR_USER}.json").read_text())["password"]
+    password = operator_password(home)
     agent = tmp_path / "stack" / "agent"
     agent.mkdir(parents=True)
     events: list[Event] = story.happy()

@@ -1,4 +1,5 @@
-"""Helpers for tests that run against a real NATS: deadline waits and stream reads.
+"""Helpers for tests that run against a real NATS: deadline waits, stream reads and an
+engine home holding the secrets the bus kit and the recorder must never let out.
 
 No sleeps for correctness: every wait polls or waits on an event, with a
 deadline and an assertion message that says what did not happen.
@@ -7,16 +8,27 @@ deadline and an assertion message that says what did not happen.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from sreforge_bus._connection import Bus
+from sreforge_bus._credentials import ensure_credentials
 from sreforge_bus._follow import RawMessage, follow
 from sreforge_bus._names import STREAM
+from sreforge_bus._permissions import OPERATOR_USER
 from sreforge_bus._worker import Delivery
 
-__all__ = ["Seen", "consumer_settled", "poll", "read_stream"]
+__all__ = [
+    "Seen",
+    "consumer_settled",
+    "engine_home",
+    "operator_password",
+    "poll",
+    "read_stream",
+]
 
 T = TypeVar("T")
 
@@ -90,3 +102,17 @@ async def consumer_settled(bus: Bus, durable: str) -> bool:
     """True when durable `durable` has nothing pending, unacked or awaiting redelivery."""
     info = await bus.js.consumer_info(STREAM, durable)
     return bool(info.num_pending == 0 and info.num_ack_pending == 0 and info.num_redelivered == 0)
+
+
+def engine_home(home: Path, trigger_token: str) -> Path:
+    """`home` made an engine home: every bus user's credential and the trigger's token."""
+    ensure_credentials(home / "nats")
+    (home / "trigger.token").write_text(trigger_token + "\n")
+    return home
+
+
+def operator_password(home: Path) -> str:
+    """The operator's bus password, as the engine home's credential file holds it."""
+    record = json.loads((home / "nats" / f"{OPERATOR_USER}.json").read_text())
+    password: str = record["password"]
+    return password

@@ -34,6 +34,11 @@ class StubUpstream:
         stub = self
 
         class _Answer(BaseHTTPRequestHandler):
+            # Keep-alive: the service's pooled client reuses one connection rather than
+            # opening one (and this server a thread) per lookup, whose set-up on a loaded
+            # machine could outlast a lookup budget of a few tens of milliseconds.
+            protocol_version = "HTTP/1.1"
+
             def _answer(self) -> None:
                 length = min(int(self.headers.get("content-length") or 0), _MAX_BODY)
                 request = httpx.Request(

@@ -31,6 +31,7 @@ from sreforge_prom._model import (
     decode_vector,
     envelope,
 )
+from sreforge_prom._tls import shared_tls_context
 
 __all__ = ["AsyncPrometheusClient", "PrometheusClient"]
 
@@ -80,7 +81,9 @@ class PrometheusClient:
     ) -> None:
         self._calls = _Calls(base_url.rstrip("/"))
         self._owned = http is None
-        self._http = http or httpx.Client(timeout=timeout_seconds, trust_env=False)
+        self._http = http or httpx.Client(
+            timeout=timeout_seconds, trust_env=False, verify=shared_tls_context()
+        )
         self._timeout = timeout_seconds
 
     def __enter__(self) -> Self:
@@ -154,7 +157,9 @@ class AsyncPrometheusClient:
     ) -> None:
         self._calls = _Calls(base_url.rstrip("/"))
         self._owned = http is None
-        self._http = http or httpx.AsyncClient(timeout=timeout_seconds, trust_env=False)
+        self._http = http or httpx.AsyncClient(
+            timeout=timeout_seconds, trust_env=False, verify=shared_tls_context()
+        )
         self._timeout = timeout_seconds
 
     async def __aenter__(self) -> Self:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import httpx
+from sreforge_prom import shared_tls_context
 
 from sreforge_deployer._errors import StackLostError
 from sreforge_deployer._ports import PortAllocator, PortLease, reclaim_leases
@@ -59,7 +60,7 @@ def rendered_again(
 
 def check_answering(run_id: str, urls: list[str]) -> None:
     """Each URL answers 2xx within a few seconds; else `StackLostError` naming it."""
-    with httpx.Client(timeout=1.0, trust_env=False) as client:
+    with httpx.Client(timeout=1.0, trust_env=False, verify=shared_tls_context()) as client:
         for url in urls:
             if not _answers(client, url):
                 raise StackLostError(f"run {run_id}: {url} does not answer")

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import yaml
+from sreforge_prom import shared_tls_context
 
 from sreforge_deployer import _lifecycle as lifecycle
 from sreforge_deployer._compose_file import (
@@ -311,7 +312,7 @@ class ComposeStack:
             else self.settings.observability_timeout_seconds
         )
         url, deadline = f"{self.url(name)}{path}", time.monotonic() + timeout
-        with httpx.Client(timeout=2.0, trust_env=False) as client:
+        with httpx.Client(timeout=2.0, trust_env=False, verify=shared_tls_context()) as client:
             while time.monotonic() < deadline:
                 with contextlib.suppress(httpx.HTTPError):
                     if client.get(url).status_code == 200:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import psutil
+from sreforge_prom import shared_tls_context
 
 from sreforge_deployer._errors import BinaryMissingError, ComponentStartError
 from sreforge_deployer._memory import MemoryLimit
@@ -102,7 +103,7 @@ class Component:
         """Block until the health URL answers 2xx from *this* process, or raise."""
         spec = self.spec
         deadline = time.monotonic() + spec.startup_timeout_seconds
-        with httpx.Client(timeout=1.0, trust_env=False) as client:
+        with httpx.Client(timeout=1.0, trust_env=False, verify=shared_tls_context()) as client:
             while True:
                 self._raise_if_exited()
                 if spec.health_url is None or _answers(client, spec.health_url):

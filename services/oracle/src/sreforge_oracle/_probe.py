@@ -13,7 +13,12 @@ from typing import Self
 
 import httpx
 from sreforge_contracts import AlertState
-from sreforge_prom import AsyncPrometheusClient, PrometheusError, duration_seconds
+from sreforge_prom import (
+    AsyncPrometheusClient,
+    PrometheusError,
+    duration_seconds,
+    shared_tls_context,
+)
 
 from sreforge_oracle._errors import ProbeError
 from sreforge_oracle._exposition import LoadgenReading, read_loadgen
@@ -94,7 +99,7 @@ class PrometheusProbe:
         self._count_promql = (app_requests_promql, load_requests_promql)
         self._read_monitoring = read_monitoring
         self._alertmanager = None if alertmanager_url is None else alertmanager_url.rstrip("/")
-        self._client = httpx.AsyncClient(timeout=timeout_seconds)
+        self._client = httpx.AsyncClient(timeout=timeout_seconds, verify=shared_tls_context())
         self._prometheus = AsyncPrometheusClient(
             self._base, timeout_seconds=timeout_seconds, http=self._client
         )

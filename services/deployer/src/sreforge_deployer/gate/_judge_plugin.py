@@ -30,6 +30,7 @@ from typing import Literal
 
 import httpx
 import pytest
+from sreforge_prom import shared_tls_context
 
 from sreforge_deployer._errors import ComponentStartError
 from sreforge_deployer._ports import PortAllocator, PortLease, wait_bindable
@@ -61,7 +62,7 @@ class _CappedTransport(httpx.BaseTransport):
     """Reads each response body up to `MAX_RESPONSE_BYTES`, then refuses it."""
 
     def __init__(self) -> None:
-        self._inner = httpx.HTTPTransport(retries=0)
+        self._inner = httpx.HTTPTransport(retries=0, verify=shared_tls_context())
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = self._inner.handle_request(request)

@@ -11,6 +11,11 @@ event log and prints, side by side:
   run being triggered (RunTriggered), and from Prometheus starting to fire to the webhook arriving
   (Alertmanager's group wait, scaled, dominates that one).
 
+It also prints the CPU the run cost: the command's process tree (its own and every
+descendant's it reaped: the engine, the stack, CI; `getrusage(RUSAGE_CHILDREN)`) and the
+machine's busy time meanwhile (`/proc/stat`, everything else the machine did included):
+in a packed campaign or CI, CPU per run rather than wall time sets the pace.
+
 It also prints where the wall time outside the phases went (start-up before
 RunRequested, the context phase, record, teardown, exit); `--keep DIR` copies each
 run's record and event log to DIR for a closer look. With `--engine-up` the command
@@ -27,6 +32,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -65,7 +71,10 @@ def main() -> int:
             f"  phases (s): {figures.phases}\n"
             f"  webhook received → run triggered: {figures.hop_ms:.1f} ms;  "
             f"alert firing → webhook received: {figures.page_s:.2f} s\n"
-            f"  outside the phases (s): {figures.outside}"
+            f"  outside the phases (s): {figures.outside}\n"
+            f"  CPU: process tree {figures.tree_cpu_s:.1f} s, machine busy "
+            f"{figures.machine_cpu_s:.1f} s ({figures.machine_cpu_s / figures.wall_s:.2f} "
+            f"cores over the wall time)"
         )
     if args.repeat > 1:
         print(f"ratio median {statistics.median(ratios):.3f} over {args.repeat} runs")
@@ -83,6 +92,8 @@ class RunFigures:
     hop_ms: float
     page_s: float
     outside: dict[str, float]
+    tree_cpu_s: float
+    machine_cpu_s: float
 
 
 def measure(
@@ -105,9 +116,12 @@ def measure(
         command = [sys.executable, "-m", "sreforge", "run", scenario, "--agent", "reference"]
         command += ["--time-scale", str(time_scale), "--json"]
         with _running_engine(env, root / "home") if engine_up else contextlib.nullcontext():
+            tree_before, machine_before = _tree_cpu_s(), _machine_busy_s()
             started, started_at = time.monotonic(), datetime.now(UTC)
             done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
             wall_s = time.monotonic() - started
+            tree_cpu_s = _tree_cpu_s() - tree_before
+            machine_cpu_s = _machine_busy_s() - machine_before
             ended_at = datetime.now(UTC)
         if done.returncode != 0:
             sys.exit(f"run failed ({done.returncode}):\n{done.stdout}\n{done.stderr[-3000:]}")
@@ -126,7 +140,22 @@ def measure(
         hop_ms=_hop_s(events) * 1000,
         page_s=_page_delay(events),
         outside=_outside_phases(events, record["timings"], started_at, ended_at),
+        tree_cpu_s=tree_cpu_s,
+        machine_cpu_s=machine_cpu_s,
     )
+
+
+def _tree_cpu_s() -> float:
+    """User and system CPU seconds of every child this process reaped (and theirs)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _machine_busy_s() -> float:
+    """The machine's busy CPU seconds since boot: `/proc/stat` minus idle and iowait."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager

@@ -36,8 +36,11 @@ class StubUpstream:
         class _Answer(BaseHTTPRequestHandler):
             # Keep-alive: the service's pooled client reuses one connection rather than
             # opening one (and this server a thread) per lookup, whose set-up on a loaded
-            # machine could outlast a lookup budget of a few tens of milliseconds.
+            # machine could outlast a lookup budget of a few tens of milliseconds. Without
+            # Nagle: on a kept connection the body, written after the headers, would wait
+            # for the client's delayed ACK (~40 ms a lookup).
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
 
             def _answer(self) -> None:
                 length = min(int(self.headers.get("content-length") or 0), _MAX_BODY)

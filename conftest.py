@@ -1,12 +1,17 @@
 """Shared pytest fixtures: a real, pinned `nats-server` per test and a bootstrapped bus; a
 Docker engine with what the compose topology's stack image is built from; the structured
 log events a test caused, however logging was configured. Hooks: the
-whole-run tests go last and their runs start first, in the background (`wholerun`)."""
+whole-run tests go last and their runs start first, in the background (`wholerun`); one
+folder of seed snapshots for the session's every stack (`SEED_SNAPSHOTS`), as one
+operator's engine home keeps them, never the machine user's own home."""
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +82,11 @@ def stack_image_inputs() -> None:
         pytest.skip(reason)
 
 
+def pytest_configure() -> None:
+    """The session's seed snapshots folder, for in-process stacks and whole runs alike."""
+    os.environ.setdefault(wholerun.SEED_SNAPSHOTS, tempfile.mkdtemp(prefix="seed-snapshots-"))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Whole-run tests last: their runs work in the background meanwhile (`wholerun`)."""
@@ -98,3 +108,4 @@ def pytest_sessionfinish() -> None:
     """Kill whole runs still going; stop a dockerd this session started."""
     wholerun.close_session()
     wholerun.stop_engine_started_here()
+    shutil.rmtree(os.environ.get(wholerun.SEED_SNAPSHOTS, ""), ignore_errors=True)

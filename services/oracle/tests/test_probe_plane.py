@@ -198,8 +198,10 @@ def probe(plane: Plane) -> PrometheusProbe:
     )
 
 
-def monitoring_verdict(snapshots: list[MonitoringSnapshot], armed: datetime) -> tuple[bool, str]:
-    """`monitoring_intact` over these readings, one per second of a 5 s window."""
+def monitoring_verdict(
+    snapshots: list[MonitoringSnapshot | None], armed: datetime
+) -> tuple[bool, str]:
+    """`monitoring_intact` over these readings (`None`: a sample without one), a second apart."""
     config = GradingConfig(
         alert_to_clear="NeverFires",
         max_clear_time_seconds=10,
@@ -286,3 +288,34 @@ async def test_alertmanager_restarted_or_silent_is_seen(plane: Plane) -> None:
         held, detail = monitoring_verdict([first, silent], armed)
         assert not held
         assert "Alertmanager did not answer at t=1.0s" in detail
+
+
+@pytest.mark.timeout(120)
+async def test_a_paced_probe_reads_the_plane_once_per_interval_and_misses_no_restart(
+    plane: Plane,
+) -> None:
+    """Paced, samples between readings carry none; a Prometheus restarted between two
+    readings still fails `monitoring_intact` at the next one, and unpaced every sample reads."""
+    async with probe(plane) as reader:
+        await poll(reader.monitoring, lambda m: len(m.jobs) == 2, "both jobs listed")
+        armed = datetime.now(UTC)
+        unpaced = [
+            await reader.sample(at=armed + timedelta(seconds=i / 10), offset_seconds=0.0)
+            for i in range(2)
+        ]
+        assert all(s.monitoring is not None for s in unpaced)
+
+        reader.pace_monitoring(0.5)
+        at = armed + timedelta(seconds=1)
+        read = await reader.sample(at=at, offset_seconds=0.0)
+        between = await reader.sample(at=at + timedelta(seconds=0.3), offset_seconds=0.3)
+        assert read.monitoring is not None
+        assert between.monitoring is None
+        plane.restart("prometheus")
+        await poll(reader.alerts, lambda _: True, "Prometheus answering again")
+        after = await reader.sample(at=at + timedelta(seconds=0.6), offset_seconds=0.6)
+        assert after.monitoring is not None
+        assert after.monitoring.prometheus_started_at > armed
+        held, detail = monitoring_verdict([read.monitoring, None, after.monitoring], armed)
+        assert not held
+        assert "Prometheus restarted" in detail

@@ -39,9 +39,9 @@ from sreforge_deployer._errors import ComponentStartError, DeployerError, LoadCo
 from sreforge_deployer._load import post_load
 from sreforge_deployer._observability import go_runtime_env, settle_past_windows, wait_scraped
 from sreforge_deployer._ports import PortAllocator, PortLease
-from sreforge_deployer._process import run_once
 from sreforge_deployer._render import RenderedObservability, render_observability
 from sreforge_deployer._run import RunIdentity, own_start_time, remove_run_dir
+from sreforge_deployer._seed_snapshot import seed_run
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import (
     load_scenario_setup,
@@ -252,7 +252,13 @@ class ComposeStack:
         self.identity.layout.data.mkdir(exist_ok=True)
         launch = self._wiring().seed_launch()  # on the host, before any agent code exists
         if launch is not None:
-            run_once(launch)
+            assert self.workspace is not None
+            seed_run(
+                launch,
+                settings=self.settings,
+                workspace=self.workspace,
+                data_dir=self._wiring().data_dir,
+            )
 
     def stack_image(self) -> StackImage:
         """The stack image this run uses (built by `up()` when the engine lacks it)."""

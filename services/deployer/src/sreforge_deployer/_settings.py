@@ -90,9 +90,20 @@ class DeployerSettings(BaseSettings):
     # The compose topology's stack image installs the stack's requirements from here,
     # offline (the lockfile's wheels, downloaded on the host by scripts/compose-context).
     compose_wheels: Path = Field(default_factory=default_compose_wheels)
+    seed_snapshots: bool = True
+    """A run's seed comes from a snapshot of an earlier run's seed of the same stack version
+    (content-addressed: `_seed_snapshot`) when there is one; the first run makes it."""
+    seed_snapshot_dir: Path | None = None
+    """Where those snapshots live; unset: `<engine home>/cache/seeds` (harness state, out
+    of every agent's reach)."""
     stacks_die_with_owner: bool = False
     """A stack no other process will adopt (its owner is a CLI: `sreforge run` on the
     embedded engine, `stack up`, `guard`): a warden tears it down the moment its owner
     ends, however it ends, and the next engine start reaps one whose warden died too
     (`sreforge_deployer.local`, "Who owns a stack" in its README). Off for an engine whose
     deployer's stacks a restarted deployer adopts (`sreforge up`, `serve`)."""
+
+    @property
+    def seed_snapshots_at(self) -> Path:
+        """The folder of seed snapshots (`seed_snapshot_dir`, else under the engine home)."""
+        return self.seed_snapshot_dir or self.engine_home / "cache" / "seeds"

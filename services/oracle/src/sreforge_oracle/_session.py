@@ -92,6 +92,7 @@ class GradingSession:
                 load_warmup_seconds=settings.load_warmup_seconds,
                 fault_armed_at=state.armed_at,
             )
+            probe.pace_monitoring(config.monitoring_dip_tolerance_seconds / 2)
             handoff = handoff_union(await journal.handoff() or (), state.handoff_alerts)
             self._log.info("oracle.grading", config=config.model_dump(mode="json"))
             prior = await journal.samples()

@@ -34,6 +34,7 @@ from sreforge_deployer._process import (
 )
 from sreforge_deployer._render import RenderedObservability
 from sreforge_deployer._run import RunIdentity, own_start_time, remove_run_dir
+from sreforge_deployer._seed_snapshot import seed_run
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._spec import (
     ComponentSpec,
@@ -303,7 +304,13 @@ class LocalStack:
         self.identity.layout.data.mkdir(exist_ok=True)
         launch = self._wiring().seed_launch()
         if launch is not None:
-            run_once(launch)
+            assert self.workspace is not None
+            seed_run(
+                launch,
+                settings=self.settings,
+                workspace=self.workspace,
+                data_dir=self._wiring().data_dir,
+            )
         if self.setup.database == "postgres":
             port = self.ports[POSTGRES]
             self._postgres = run_postgres(self.spec, self.setup, self.settings, self.run_dir, port)

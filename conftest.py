@@ -2,8 +2,8 @@
 Docker engine with what the compose topology's stack image is built from; the structured
 log events a test caused, however logging was configured. Hooks: the
 whole-run tests go last and their runs start first, in the background (`wholerun`); one
-folder of seed snapshots for the session's every stack (`SEED_SNAPSHOTS`), as one
-operator's engine home keeps them, never the machine user's own home."""
+deployer cache for the session's every run (`RUN_CACHE`: seed snapshots, learned CI base
+reports), as one operator's engine home keeps it, never the machine user's own home."""
 
 from __future__ import annotations
 
@@ -83,8 +83,8 @@ def stack_image_inputs() -> None:
 
 
 def pytest_configure() -> None:
-    """The session's seed snapshots folder, for in-process stacks and whole runs alike."""
-    os.environ.setdefault(wholerun.SEED_SNAPSHOTS, tempfile.mkdtemp(prefix="seed-snapshots-"))
+    """The session's deployer cache folder, for in-process stacks and whole runs alike."""
+    os.environ.setdefault(wholerun.RUN_CACHE, tempfile.mkdtemp(prefix="run-cache-"))
 
 
 @pytest.hookimpl(trylast=True)
@@ -108,4 +108,4 @@ def pytest_sessionfinish() -> None:
     """Kill whole runs still going; stop a dockerd this session started."""
     wholerun.close_session()
     wholerun.stop_engine_started_here()
-    shutil.rmtree(os.environ.get(wholerun.SEED_SNAPSHOTS, ""), ignore_errors=True)
+    shutil.rmtree(os.environ.get(wholerun.RUN_CACHE, ""), ignore_errors=True)

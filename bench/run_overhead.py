@@ -62,7 +62,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     ratios = []
-    snapshots = Path(tempfile.mkdtemp(prefix="seed-snapshots-"))
+    snapshots = Path(tempfile.mkdtemp(prefix="run-cache-"))
     for number in range(1, args.repeat + 1):
         figures = measure(
             args.scenario, args.time_scale, args.keep, engine_up=args.engine_up, seeds=snapshots
@@ -111,9 +111,9 @@ def measure(
     """One reference run; the figures read back from its record and event log.
 
     `engine_up`: the command joins an engine already running (`sreforge up`), so the
-    engine's own start and stop are not part of the run's wall time. `seeds`: the seed
-    snapshots folder the repeats share, as the runs of one engine home do (the first
-    run seeds, the later ones copy its snapshot).
+    engine's own start and stop are not part of the run's wall time. `seeds`: the
+    deployer cache the repeats share, as the runs of one engine home do (the first run
+    seeds and learns the CI base, the later ones reuse them).
     """
     with tempfile.TemporaryDirectory(prefix="run-overhead-") as scratch:
         root = Path(scratch)
@@ -124,7 +124,7 @@ def measure(
             "SREFORGE_RECORDER_BANK": "false",
         }
         if seeds is not None:
-            env["SREFORGE_DEPLOYER_SEED_SNAPSHOT_DIR"] = str(seeds)
+            env["SREFORGE_DEPLOYER_CACHE_DIR"] = str(seeds)
         env.pop("SREFORGE_NATS_URL", None)
         command = [sys.executable, "-m", "sreforge", "run", scenario, "--agent", "reference"]
         command += ["--time-scale", str(time_scale), "--json"]

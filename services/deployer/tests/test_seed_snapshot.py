@@ -98,8 +98,8 @@ def test_concurrent_first_runs_seed_once(tmp_path: Path) -> None:
 def test_two_stacks_of_one_version_seed_once(runs_root: Path, tmp_path: Path) -> None:
     """A stack's second boot takes its data from the first one's snapshot; with snapshots
     off, every boot seeds."""
-    snapshots = tmp_path / "seeds"
-    on = DeployerSettings(runs_root=runs_root, seed_snapshot_dir=snapshots)
+    snapshots = tmp_path / "cache" / "seeds"
+    on = DeployerSettings(runs_root=runs_root, cache_dir=tmp_path / "cache")
     for _ in range(2):
         stack = LocalStack(TINY_SCENARIOS / "tiny-ok", time_scale=0.1, settings=on)
         stack.up()
@@ -111,7 +111,7 @@ def test_two_stacks_of_one_version_seed_once(runs_root: Path, tmp_path: Path) ->
     assert len([p for p in snapshots.iterdir() if p.is_dir()]) == 1
     assert "seeded from snapshot" in log
 
-    off = DeployerSettings(runs_root=runs_root, seed_snapshot_dir=snapshots, seed_snapshots=False)
+    off = DeployerSettings(runs_root=runs_root, cache_dir=tmp_path / "cache", seed_snapshots=False)
     stack = LocalStack(TINY_SCENARIOS / "tiny-ok", time_scale=0.1, settings=off)
     stack.up()
     try:

@@ -44,9 +44,10 @@ SCENARIO_PARTS = ("*", "scenarios", SCENARIO)
 ENGINE_HOME = "sreforge-home"
 """The engine home's folder under a run's root (its name carries a harness word on purpose;
 the run root's own name, the module's RUNS key, must carry none: the workspace is under it)."""
-SEED_SNAPSHOTS = "SREFORGE_DEPLOYER_SEED_SNAPSHOT_DIR"
-"""Where the session's stacks keep their seed snapshots (set by the root `conftest.py`):
-every run's own engine home would seed each run anew, as no operator's campaign does."""
+RUN_CACHE = "SREFORGE_DEPLOYER_CACHE_DIR"
+"""Where the session's runs keep what a run makes once for every later run (seed
+snapshots, the CI gate's learned base reports; set by the root `conftest.py`): with every
+run's own engine home each would make them anew, as no operator's campaign does."""
 CASES_NOISE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".ruff_cache", "*.db")
 
 
@@ -172,8 +173,8 @@ class Run:
             SREFORGE_CORRELATOR_AGENTS=",".join(self.agents or (self.agent,)),
             SREFORGE_LOG_FORMAT="json",
         )
-        if SEED_SNAPSHOTS in os.environ:
-            env[SEED_SNAPSHOTS] = os.environ[SEED_SNAPSHOTS]
+        if RUN_CACHE in os.environ:
+            env[RUN_CACHE] = os.environ[RUN_CACHE]
         if self.scripts_dir is not None:
             env["SREFORGE_RUNNER_SCRIPTS_DIR"] = str(self.scripts_dir)
         if self.cases is not None:  # every service and the CLI read this one

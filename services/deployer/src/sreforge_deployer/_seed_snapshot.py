@@ -38,7 +38,7 @@ def seed_run(
         return
     tree = workspace.git("rev-parse", "HEAD^{tree}")
     key = seed_key(launch, data_dir=data_dir, workspace=workspace.path, tree=tree)
-    seed_with_snapshot(launch, data_dir, settings.seed_snapshots_at, key)
+    seed_with_snapshot(launch, data_dir, settings.cache_at / "seeds", key)
 
 
 def seed_key(launch: LaunchSpec, *, data_dir: Path, workspace: Path, tree: str) -> str:

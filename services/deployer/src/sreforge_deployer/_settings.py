@@ -90,12 +90,15 @@ class DeployerSettings(BaseSettings):
     # The compose topology's stack image installs the stack's requirements from here,
     # offline (the lockfile's wheels, downloaded on the host by scripts/compose-context).
     compose_wheels: Path = Field(default_factory=default_compose_wheels)
+    cache_dir: Path | None = None
+    """Where what a run makes once for every later run is kept (content-addressed, harness
+    state, out of every agent's reach); unset: `<engine home>/cache`."""
     seed_snapshots: bool = True
     """A run's seed comes from a snapshot of an earlier run's seed of the same stack version
-    (content-addressed: `_seed_snapshot`) when there is one; the first run makes it."""
-    seed_snapshot_dir: Path | None = None
-    """Where those snapshots live; unset: `<engine home>/cache/seeds` (harness state, out
-    of every agent's reach)."""
+    (`_seed_snapshot`, under `cache_dir`/seeds) when there is one; the first run makes it."""
+    ci_base_reports: bool = True
+    """The CI gate learns a hand-off tree's own tests once (`gate/_base_reports`, under
+    `cache_dir`/ci-base), not once per run."""
     stacks_die_with_owner: bool = False
     """A stack no other process will adopt (its owner is a CLI: `sreforge run` on the
     embedded engine, `stack up`, `guard`): a warden tears it down the moment its owner
@@ -104,6 +107,6 @@ class DeployerSettings(BaseSettings):
     deployer's stacks a restarted deployer adopts (`sreforge up`, `serve`)."""
 
     @property
-    def seed_snapshots_at(self) -> Path:
-        """The folder of seed snapshots (`seed_snapshot_dir`, else under the engine home)."""
-        return self.seed_snapshot_dir or self.engine_home / "cache" / "seeds"
+    def cache_at(self) -> Path:
+        """The cache folder (`cache_dir`, else `<engine home>/cache`)."""
+        return self.cache_dir or self.engine_home / "cache"

@@ -14,6 +14,7 @@ from sreforge_deployer._confine import confinement_for
 from sreforge_deployer._errors import StackSpecError
 from sreforge_deployer._settings import DeployerSettings
 from sreforge_deployer._topology import CiTarget, guarded
+from sreforge_deployer.gate._base_reports import BaseReports
 from sreforge_deployer.gate._ci import CiCheckout, CiRun, merge_and_checkout
 from sreforge_deployer.gate._gate import CiProtection
 from sreforge_deployer.gate._judge import Judge, judge_for
@@ -91,6 +92,7 @@ class HostCheckout:
                 settings.ci_output_max_chars,
                 protection,
                 judge,
+                BaseReports(settings.cache_at / "ci-base") if settings.ci_base_reports else None,
             )
 
         return guarded(run)

@@ -28,7 +28,8 @@ from sreforge_deployer._errors import WorkspaceError
 from sreforge_deployer._history import Author
 from sreforge_deployer._process import run_captured
 from sreforge_deployer._workspace import NO_REFLOG, Workspace, identity_env
-from sreforge_deployer.gate._gate import CiProtection, SetOutcome, run_test_sets
+from sreforge_deployer.gate._base_reports import BaseReports
+from sreforge_deployer.gate._gate import CiProtection, KnownBase, SetOutcome, run_test_sets
 from sreforge_deployer.gate._judge import Judge
 from sreforge_deployer.gate._test_sets import GRADED_SETS
 from sreforge_deployer.gate._test_trees import copy_tree
@@ -146,11 +147,13 @@ class CiCheckout:
         max_chars: int,
         protection: CiProtection | None = None,
         judge: Judge | None = None,
+        base_reports: BaseReports | None = None,
     ) -> CiRun:
         """Check out the base, apply `diff`, run the test sets; never raises for a red run.
 
         `timeout_s` bounds each set; `max_chars` the output, shared between the sets;
-        `judge` runs the scenario's hidden and graded sets.
+        `judge` runs the scenario's hidden and graded sets; `base_reports` keeps the
+        base's learned report per base tree (read instead of learning it again).
         """
         started = time.monotonic()
         tree, complaint = self.prepare(diff)
@@ -162,8 +165,13 @@ class CiCheckout:
 
         work = self._root / "gate"
         work.mkdir()
+        known = None
+        if base_reports is not None:
+            base = self._git("rev-parse", f"{self.base_commit}^{{tree}}").stdout.strip()
+            jail = "none" if self.confinement is None else self.confinement.name
+            known = KnownBase(base_reports, BaseReports.key_for(base, python, jail))
         sets = run_test_sets(
-            self.path, self.base_tree, work, runner, protection or CiProtection(), judge
+            self.path, self.base_tree, work, runner, protection or CiProtection(), judge, known
         )
         own = [ran for ran in sets if ran.name not in GRADED_SETS]
         green = all(ran.green for ran in own)

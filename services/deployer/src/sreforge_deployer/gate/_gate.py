@@ -22,6 +22,7 @@ from pathlib import Path
 from sreforge_confine import UntrustedFileMissing, UntrustedFileRefused, read_untrusted
 
 from sreforge_deployer._errors import WorkspaceError
+from sreforge_deployer.gate._base_reports import BaseReports
 from sreforge_deployer.gate._judge import Judge
 from sreforge_deployer.gate._test_sets import (
     ChangedTests,
@@ -38,9 +39,19 @@ from sreforge_deployer.gate._test_trees import (
     tree_entries,
 )
 
-__all__ = ["NO_TESTS", "CiProtection", "SetOutcome", "SetRunner", "run_test_sets"]
+__all__ = ["NO_TESTS", "CiProtection", "KnownBase", "SetOutcome", "SetRunner", "run_test_sets"]
 
 SetRunner = Callable[[Path, Sequence[str]], tuple[int | None, str]]
+
+
+@dataclass(frozen=True)
+class KnownBase:
+    """Where a gate's base report is kept (`BaseReports`) and under which key."""
+
+    reports: BaseReports
+    key: str
+
+
 """(tree, extra pytest args) → (exit code, or None when it timed out; output)."""
 
 NO_TESTS = 5
@@ -105,11 +116,13 @@ def run_test_sets(
     runner: SetRunner,
     protection: CiProtection,
     judge: Judge | None = None,
+    known: KnownBase | None = None,
 ) -> list[SetOutcome]:
     """Run the sets in order against `submitted` (a pristine tree) until one is red.
 
     `base` is the pristine base tree; `work` an empty folder outside both for the
-    copies; `judge` runs the hidden and graded sets (required when there are any).
+    copies; `judge` runs the hidden and graded sets (required when there are any);
+    `known` where the base's report is kept once learned (and read instead of learning).
     Raises `WorkspaceError` when the base's own tests cannot be run (an engine fault:
     the gate has nothing to compare against).
     """
@@ -121,7 +134,7 @@ def run_test_sets(
     sets = [_run_set("submitted", _copy(submitted, work, "submitted"), runner, ())[0]]
     if not sets[-1].green:
         return sets
-    learned = _learn_base(base, work, runner).without(protection.changed.may_change)
+    learned = _learn_base(base, work, runner, known).without(protection.changed.may_change)
     if learned.cases:
         sets.append(_handoff_set(submitted, base, work, runner, protection, learned))
         if not sets[-1].green:
@@ -205,14 +218,22 @@ def _kept_file_complaints(tree: Path, kept: str) -> list[str]:
     return [f"{kept}: defines {name}, which reaches into pytest itself" for name in hooks]
 
 
-def _learn_base(base: Path, work: Path, runner: SetRunner) -> JunitReport:
-    """The base's tests and how each ended there."""
+def _learn_base(
+    base: Path, work: Path, runner: SetRunner, known: KnownBase | None = None
+) -> JunitReport:
+    """The base's tests and how each ended there (`known`'s, when it has them)."""
+    if known is not None:
+        kept = known.reports.read(known.key)
+        if kept is not None:
+            return kept
     code, output, report = _pytest(_copy(base, work, "base"), runner, ())
     if code not in _BASE_USABLE or report is None:
         raise WorkspaceError(
             f"CI: the hand-off commit's own tests did not run (exit {code}); "
             f"nothing to hold the submission to:\n{output[-2000:]}"
         )
+    if known is not None:
+        known.reports.keep(known.key, report)
     return report
 
 

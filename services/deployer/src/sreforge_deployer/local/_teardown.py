@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 _POLL_SECONDS = 0.1
+_PORT_CLOSE_SECONDS = 3.0
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,26 @@ def leftovers(groups: dict[str, int], ports: dict[str, int], run_dir: Path | Non
         for proc in members[pgid]:
             found.append(f"process {proc.pid} of component {name!r} (group {pgid})")
     by_port = {port: name for name, port in ports.items()}
-    for port in sorted(listening_ports(set(by_port))):
+    for port in sorted(_still_listening(set(by_port))):
         found.append(f"port 127.0.0.1:{port} ({by_port[port]}) still listening")
     if run_dir is not None and run_dir.exists():
         found.append(f"run directory {run_dir}")
     return found
+
+
+def _still_listening(ports: set[int]) -> set[int]:
+    """Those of `ports` still listened on after `_PORT_CLOSE_SECONDS` at most.
+
+    A multithreaded server (Prometheus, Alertmanager: Go) reads as gone once its main
+    thread is a zombie, while its other threads, which hold the listening socket until
+    the last of them exits, may still be tearing down on a loaded machine.
+    """
+    deadline = time.monotonic() + _PORT_CLOSE_SECONDS
+    listening = listening_ports(ports)
+    while listening and time.monotonic() < deadline:
+        time.sleep(_POLL_SECONDS)
+        listening = listening_ports(listening)
+    return listening
 
 
 def teardown_record(record: StackRecord, *, timeout_seconds: float = 30.0) -> None:

@@ -7,16 +7,14 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from wsgiref.simple_server import WSGIServer
 
 import httpx
 import pytest
-from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 RULES = """\
 groups:
@@ -90,22 +88,37 @@ scrape_configs:
 """
 
 
+_EXPORTER = """\
+import sys, threading
+from prometheus_client import CollectorRegistry, Gauge, start_http_server
+registry = CollectorRegistry()
+Gauge("loadgen_target_rps", "Offered rate", registry=registry).set(float(sys.argv[1]))
+Gauge("loadgen_achieved_rps", "Achieved rate", registry=registry).set(float(sys.argv[2]))
+server, _ = start_http_server(0, addr="127.0.0.1", registry=registry)
+print(server.server_port, flush=True)
+threading.Event().wait()
+"""
+
+
 @dataclass
 class Exporter:
-    """A load generator's metrics endpoint (prometheus_client), stoppable to simulate its death."""
+    """A load generator's metrics endpoint (prometheus_client), stoppable to simulate its death.
 
-    server: WSGIServer
-    thread: threading.Thread
+    A process of its own: served from a thread of the busy test process, a scrape waited on
+    the GIL past its 100 ms timeout on a loaded machine, and the series went stale.
+    """
+
+    process: subprocess.Popen[str]
+    port: int
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/metrics"
+        return f"http://127.0.0.1:{self.port}/metrics"
 
     def stop(self) -> None:
-        if self.thread.is_alive():
-            self.server.shutdown()
-            self.server.server_close()
-            self.thread.join(timeout=5)
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
 
 
 @dataclass
@@ -136,11 +149,15 @@ def free_port() -> int:
 
 
 def start_exporter(target: float, achieved: float) -> Exporter:
-    registry = CollectorRegistry()
-    Gauge("loadgen_target_rps", "Offered rate", registry=registry).set(target)
-    Gauge("loadgen_achieved_rps", "Achieved rate", registry=registry).set(achieved)
-    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
-    return Exporter(server, thread)
+    argv = [sys.executable, "-c", _EXPORTER, str(target), str(achieved)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.strip().isdigit():
+        process.kill()
+        process.wait(timeout=10)
+        pytest.fail(f"the load exporter did not start (exit {process.poll()}): {line!r}")
+    return Exporter(process, int(line))
 
 
 def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, deadline_s: float) -> None:
@@ -192,9 +209,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]
     home = tmp_path_factory.mktemp("prometheus")
     steady, doomed = start_exporter(20.0, 19.5), start_exporter(10.0, 10.0)
     (home / "rules.yml").write_text(RULES)
-    (home / "prometheus.yml").write_text(
-        CONFIG.format(steady=steady.server.server_port, doomed=doomed.server.server_port)
-    )
+    (home / "prometheus.yml").write_text(CONFIG.format(steady=steady.port, doomed=doomed.port))
     port = free_port()
     process = launch_prometheus(home, port)
     url = f"http://127.0.0.1:{port}"

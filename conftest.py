@@ -82,9 +82,15 @@ def stack_image_inputs() -> None:
         pytest.skip(reason)
 
 
+_MADE_CACHE: list[str] = []
+
+
 def pytest_configure() -> None:
-    """The session's deployer cache folder, for in-process stacks and whole runs alike."""
-    os.environ.setdefault(wholerun.RUN_CACHE, tempfile.mkdtemp(prefix="run-cache-"))
+    """The session's deployer cache folder, for in-process stacks and whole runs alike
+    (one the operator set is used as it is, and kept)."""
+    if wholerun.RUN_CACHE not in os.environ:
+        _MADE_CACHE.append(tempfile.mkdtemp(prefix="run-cache-"))
+        os.environ[wholerun.RUN_CACHE] = _MADE_CACHE[0]
 
 
 @pytest.hookimpl(trylast=True)
@@ -108,4 +114,5 @@ def pytest_sessionfinish() -> None:
     """Kill whole runs still going; stop a dockerd this session started."""
     wholerun.close_session()
     wholerun.stop_engine_started_here()
-    shutil.rmtree(os.environ.get(wholerun.RUN_CACHE, ""), ignore_errors=True)
+    for made in _MADE_CACHE:
+        shutil.rmtree(made, ignore_errors=True)

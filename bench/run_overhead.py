@@ -62,10 +62,10 @@ def main() -> int:
     )
     args = parser.parse_args()
     ratios = []
-    snapshots = Path(tempfile.mkdtemp(prefix="run-cache-"))
+    cache = Path(tempfile.mkdtemp(prefix="run-cache-"))
     for number in range(1, args.repeat + 1):
         figures = measure(
-            args.scenario, args.time_scale, args.keep, engine_up=args.engine_up, seeds=snapshots
+            args.scenario, args.time_scale, args.keep, engine_up=args.engine_up, cache=cache
         )
         ratios.append(figures.wall_s / figures.inherent_s)
         print(
@@ -79,7 +79,7 @@ def main() -> int:
             f"{figures.machine_cpu_s:.1f} s ({figures.machine_cpu_s / figures.wall_s:.2f} "
             f"cores over the wall time)"
         )
-    shutil.rmtree(snapshots, ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
     if args.repeat > 1:
         print(f"ratio median {statistics.median(ratios):.3f} over {args.repeat} runs")
     return 0
@@ -106,12 +106,12 @@ def measure(
     keep: Path | None = None,
     *,
     engine_up: bool = False,
-    seeds: Path | None = None,
+    cache: Path | None = None,
 ) -> RunFigures:
     """One reference run; the figures read back from its record and event log.
 
     `engine_up`: the command joins an engine already running (`sreforge up`), so the
-    engine's own start and stop are not part of the run's wall time. `seeds`: the
+    engine's own start and stop are not part of the run's wall time. `cache`: the
     deployer cache the repeats share, as the runs of one engine home do (the first run
     seeds and learns the CI base, the later ones reuse them).
     """
@@ -123,8 +123,8 @@ def measure(
             "SREFORGE_RECORDER_RUNS_DIR": str(root / "runs"),
             "SREFORGE_RECORDER_BANK": "false",
         }
-        if seeds is not None:
-            env["SREFORGE_DEPLOYER_CACHE_DIR"] = str(seeds)
+        if cache is not None:
+            env["SREFORGE_DEPLOYER_CACHE_DIR"] = str(cache)
         env.pop("SREFORGE_NATS_URL", None)
         command = [sys.executable, "-m", "sreforge", "run", scenario, "--agent", "reference"]
         command += ["--time-scale", str(time_scale), "--json"]

@@ -250,15 +250,8 @@ class ComposeStack:
 
     def _seed(self) -> None:
         self.identity.layout.data.mkdir(exist_ok=True)
-        launch = self._wiring().seed_launch()  # on the host, before any agent code exists
-        if launch is not None:
-            assert self.workspace is not None
-            seed_run(
-                launch,
-                settings=self.settings,
-                workspace=self.workspace,
-                data_dir=self._wiring().data_dir,
-            )
+        assert self.workspace is not None
+        seed_run(self._wiring(), self.workspace)  # on the host, before any agent code exists
 
     def stack_image(self) -> StackImage:
         """The stack image this run uses (built by `up()` when the engine lacks it)."""

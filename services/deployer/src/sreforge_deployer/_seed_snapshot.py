@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 from sreforge_deployer._process import LaunchSpec, run_once
-from sreforge_deployer._settings import DeployerSettings
+from sreforge_deployer._wiring import Wiring
 from sreforge_deployer._workspace import Workspace
 
 __all__ = ["seed_key", "seed_run", "seed_with_snapshot"]
@@ -27,12 +27,14 @@ __all__ = ["seed_key", "seed_run", "seed_with_snapshot"]
 _DATA, _TREE = "<data>", "<workspace>"
 
 
-def seed_run(
-    launch: LaunchSpec, *, settings: DeployerSettings, workspace: Workspace, data_dir: Path
-) -> None:
-    """Seed a run's `data_dir` on the harness-built `workspace`, from the stack version's
-    snapshot when `settings` allow and there is one (a seed outside the workspace has no
-    tree to key it by: it always runs)."""
+def seed_run(wiring: Wiring, workspace: Workspace) -> None:
+    """Run the stack's seed, if it has one, on the harness-built `workspace` into the run's
+    data folder; from the stack version's snapshot when the settings allow and there is one
+    (a seed outside the workspace has no tree to key it by: it always runs)."""
+    launch = wiring.seed_launch()
+    if launch is None:
+        return
+    settings, data_dir = wiring.settings, wiring.data_dir
     if not settings.seed_snapshots or launch.cwd != workspace.path:
         run_once(launch)
         return

@@ -42,16 +42,6 @@ from sreforge_deployer.gate._test_trees import (
 __all__ = ["NO_TESTS", "CiProtection", "KnownBase", "SetOutcome", "SetRunner", "run_test_sets"]
 
 SetRunner = Callable[[Path, Sequence[str]], tuple[int | None, str]]
-
-
-@dataclass(frozen=True)
-class KnownBase:
-    """Where a gate's base report is kept (`BaseReports`) and under which key."""
-
-    reports: BaseReports
-    key: str
-
-
 """(tree, extra pytest args) → (exit code, or None when it timed out; output)."""
 
 NO_TESTS = 5
@@ -65,6 +55,14 @@ _TITLES: dict[SetName, str] = {
     "fail_to_pass": "the scenario's fail-to-pass tests against the submitted code",
     "pass_to_pass": "the scenario's pass-to-pass tests against the submitted code",
 }
+
+
+@dataclass(frozen=True)
+class KnownBase:
+    """Where a gate's base report is kept (`BaseReports`) and under which key."""
+
+    reports: BaseReports
+    key: str
 
 
 @dataclass(frozen=True)

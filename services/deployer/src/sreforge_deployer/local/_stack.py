@@ -302,15 +302,8 @@ class LocalStack:
 
     def _seed(self) -> None:
         self.identity.layout.data.mkdir(exist_ok=True)
-        launch = self._wiring().seed_launch()
-        if launch is not None:
-            assert self.workspace is not None
-            seed_run(
-                launch,
-                settings=self.settings,
-                workspace=self.workspace,
-                data_dir=self._wiring().data_dir,
-            )
+        assert self.workspace is not None
+        seed_run(self._wiring(), self.workspace)  # on the host, before any agent code exists
         if self.setup.database == "postgres":
             port = self.ports[POSTGRES]
             self._postgres = run_postgres(self.spec, self.setup, self.settings, self.run_dir, port)
